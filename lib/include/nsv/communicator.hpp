@@ -1,0 +1,82 @@
+#pragma once
+// Collectives between tensor-parallel ranks, with an exact ledger of what each rank sends.
+//
+// The interface is lockstep: a call passes the contributions of the ranks this process hosts
+// (all of them for the in-process simulation; one for a future MPI implementation) and returns
+// what each of them receives. Strategies only see this interface, never the backend or the
+// transport.
+//
+// Byte model (documented, and checked against hand counts by the properties):
+//   all_gather  rank r sends its shard to each of the other tp-1 ranks and receives every
+//               other shard: sent = (tp-1)*own, received = total - own, tp-1 messages.
+//   all_reduce  ring algorithm: reduce-scatter then all-gather, each moving (tp-1)/tp of the
+//               buffer: sent = received = 2*(tp-1)/tp*N, 2*(tp-1) messages. The reduction
+//               order only changes which partial sums are formed, not the traffic.
+//   all_to_all  rank r sends piece [r][d] to each d != r: one message per non-empty piece.
+//   broadcast   the root sends N to each other rank (tp-1 messages); each other receives N.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nsv/dtype.hpp"
+#include "nsv/matrix.hpp"
+
+namespace nsv {
+
+// The order in which an all-reduce adds the ranks' contributions. `rank`: ((x0+x1)+x2)+...;
+// `reverse`: from the last rank down; `ring`: the buffer is cut into tp chunks and chunk k is
+// accumulated starting at rank k+1 going round (NCCL's ring); `tree`: pairwise recursive
+// halving ((x0+x1)+(x2+x3)).
+enum class ReductionOrder { rank, reverse, ring, tree };
+ReductionOrder parse_reduction_order(std::string_view);
+std::string_view reduction_order_name(ReductionOrder);
+
+enum class Collective { all_gather, all_reduce, all_to_all, broadcast };
+inline constexpr std::array<Collective, 4> kAllCollectives = {
+    Collective::all_gather, Collective::all_reduce, Collective::all_to_all, Collective::broadcast};
+std::string_view collective_name(Collective);
+
+struct RankTraffic {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages = 0;  // messages this rank sends
+};
+
+struct Ledger {
+  std::vector<RankTraffic> ranks;
+  std::array<int, 4> calls{};  // indexed by Collective
+
+  int count(Collective c) const { return calls[static_cast<std::size_t>(c)]; }
+  int total_calls() const;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int size() const = 0;
+  virtual const Ledger& ledger() const = 0;
+
+  // Every rank receives the same bits (the sum formed once in the configured order, then
+  // distributed). `wire` is the element type on the wire: additions are rounded to it, as NCCL
+  // does for 16-bit buffers, and bytes are counted in it.
+  virtual MatF all_reduce(const std::vector<MatF>& contributions, DType wire) = 0;
+  virtual MatD all_reduce(const std::vector<MatD>& contributions, DType wire) = 0;
+  virtual double all_reduce_scalar(const std::vector<double>& contributions, DType wire) = 0;
+
+  // Concatenation of the shards in rank order along `axis` (0: rows, 1: cols).
+  virtual MatD all_gather(const std::vector<MatD>& shards, int axis, DType wire) = 0;
+
+  // pieces[s][d] is what rank s sends to rank d; the result [d][s] is what d received from s.
+  virtual std::vector<std::vector<MatD>> all_to_all(
+      const std::vector<std::vector<MatD>>& pieces, DType wire) = 0;
+
+  virtual MatD broadcast(const MatD& value, int root, DType wire) = 0;
+};
+
+// All ranks in this process; the reduction order is a parameter of the simulation.
+std::unique_ptr<Communicator> make_simulated_communicator(int ranks, ReductionOrder order);
+
+}  // namespace nsv

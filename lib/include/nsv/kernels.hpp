@@ -1,0 +1,38 @@
+#pragma once
+// The two Newton-Schulz kernels of DeepSpeed (SPEC §1.1-1.2) and their configuration.
+#include <cstdint>
+#include <string_view>
+
+#include "nsv/coeffs.hpp"
+#include "nsv/dtype.hpp"
+#include "nsv/matrix.hpp"
+
+namespace nsv {
+
+enum class Kernel { standard, gram };
+Kernel parse_kernel(std::string_view);
+std::string_view kernel_name(Kernel);
+
+struct NsConfig {
+  Kernel kernel = Kernel::gram;
+  int steps = 5;
+  DType dtype = DType::fp32;
+  Accumulate accumulate = Accumulate::fp32;
+  CoeffSchedule coeffs = builtin_schedule("keller");
+  int restart_at = 2;  // gram only; a value outside 1..steps-1 means "never restart"
+  double eps = 1e-7;
+
+  void validate() const;  // throws std::invalid_argument naming the bad field
+};
+
+// The dtype the Frobenius normalization runs in: the standard kernel normalizes after the cast,
+// in the compute dtype; the gram kernel normalizes before it, in fp32 (fp64 when computing in
+// fp64), as DeepSpeed's newest version does to keep large fp16 inputs finite.
+DType normalization_dtype(const NsConfig&);
+
+// FLOPs of one NS call on an m x n matrix, counting every product of a (p x k) by a (k x q)
+// matrix as 2pkq, including the symmetric ones (the "plain algorithm" convention: standard is
+// 4p^2q + 2p^3 per step with p = min(m,n), q = max(m,n)). Elementwise work is not counted.
+std::uint64_t ns_flops(const NsConfig&, std::int64_t rows, std::int64_t cols);
+
+}  // namespace nsv

@@ -1,0 +1,30 @@
+#pragma once
+// .npy read/write (format versions 1.0-3.0): float32/float64, little-endian, C order, 2-D or
+// 3-D. Anything else is refused with a message that says what was found and what to do.
+#include <string>
+#include <vector>
+
+#include "nsv/matrix.hpp"
+
+namespace nsv {
+
+struct NpyArray {
+  std::vector<long> shape;        // 2 or 3 dimensions
+  bool float64 = false;           // element type on disk
+  std::vector<double> values;     // C order
+
+  MatD matrix() const;            // a 2-D array; throws for 3-D
+  Batch batch() const;            // a 3-D array as independent matrices; a 2-D one as a batch of one
+};
+
+NpyArray read_npy(const std::string& path);  // throws std::runtime_error naming the file
+
+// Writes atomically: to a temporary file beside `path`, renamed over it only once complete, so
+// a failed run never leaves a user's file half-written or overwritten.
+void write_npy(const std::string& path, const MatD& m, bool float64);
+void write_npy(const std::string& path, const Batch& b, bool float64);
+
+// Writes `contents` to `path` atomically (same temp-and-rename rule), for any output file.
+void write_file_atomically(const std::string& path, const std::string& contents);
+
+}  // namespace nsv

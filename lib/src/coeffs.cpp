@@ -1,0 +1,77 @@
+#include "nsv/coeffs.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace nsv {
+
+const Coeffs& CoeffSchedule::at_step(int step) const {
+  const auto last = static_cast<int>(triples.size()) - 1;
+  return triples[static_cast<std::size_t>(step < last ? step : last)];
+}
+
+CoeffSchedule builtin_schedule(std::string_view name) {
+  if (name == "keller") return {"keller", {{3.4445, -4.7750, 2.0315}}};
+  if (name == "you")
+    return {"you",
+            {{4.0848, -6.8946, 2.9270},
+             {3.9505, -6.3029, 2.6377},
+             {3.7418, -5.5913, 2.3037},
+             {2.8769, -3.1427, 1.2046},
+             {2.8366, -3.0525, 1.2012}}};
+  if (name == "polar_express")
+    return {"polar_express",
+            {{8.2051, -22.9019, 16.4607},
+             {4.0664, -2.8612, 0.5184},
+             {3.9096, -2.8234, 0.5250},
+             {3.2856, -2.4153, 0.4853},
+             {2.2779, -1.6198, 0.3985},
+             {1.8726, -1.2307, 0.3585},
+             {1.8564, -1.2132, 0.3568},
+             {1.8750, -1.2500, 0.3750}}};
+  throw std::invalid_argument("unknown coefficient schedule '" + std::string(name) +
+                              "': expected keller, you, polar_express or a file of 'a b c' lines");
+}
+
+std::vector<std::string> builtin_schedule_names() { return {"keller", "you", "polar_express"}; }
+
+CoeffSchedule load_schedule(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot open coefficient file '" + path + "'");
+  CoeffSchedule schedule{path, {}};
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    for (char& ch : line)
+      if (ch == ',') ch = ' ';
+    std::istringstream fields(line);
+    Coeffs t{};
+    std::string extra;
+    if (!(fields >> t.a)) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank
+      throw std::invalid_argument(path + ":" + std::to_string(number) +
+                                  ": expected three numbers 'a b c'");
+    }
+    if (!(fields >> t.b >> t.c) || (fields >> extra))
+      throw std::invalid_argument(path + ":" + std::to_string(number) +
+                                  ": expected exactly three numbers 'a b c'");
+    if (!std::isfinite(t.a) || !std::isfinite(t.b) || !std::isfinite(t.c))
+      throw std::invalid_argument(path + ":" + std::to_string(number) + ": non-finite coefficient");
+    schedule.triples.push_back(t);
+  }
+  if (schedule.triples.empty())
+    throw std::invalid_argument("coefficient file '" + path + "' holds no 'a b c' triple");
+  return schedule;
+}
+
+CoeffSchedule resolve_schedule(const std::string& name_or_path) {
+  for (const auto& name : builtin_schedule_names())
+    if (name == name_or_path) return builtin_schedule(name);
+  if (std::filesystem::exists(name_or_path)) return load_schedule(name_or_path);
+  return builtin_schedule(name_or_path);  // throws with the list of valid names
+}
+
+}  // namespace nsv

@@ -1,0 +1,131 @@
+#pragma once
+// The Newton-Schulz iterations, written once for every backend and every rank count.
+//
+// The algorithm runs in lockstep over the shards Y_r = [Y_1 ... Y_p] of a matrix Y split along
+// its columns, so that the Gram matrix over Y's rows is the sum of the ranks' local Grams:
+// Y Y^T = sum_r Y_r Y_r^T. A whole matrix is the one-shard case with no communication, which
+// is what makes "every distributed strategy at tp = 1 equals the kernel" hold by construction.
+//
+// `Ops` supplies the dtype-emulating primitives of a backend (each result rounded once to the
+// compute dtype, see SPEC §1.5):
+//   Matrix gram(Y)               round(Y Y^T)                (symmetric, exactly)
+//   Matrix square(S, alpha)      round(alpha S S), S symmetric
+//   Matrix matmul(A, B)          round(A B)
+//   Matrix lincomb(a, X, P)      round(round(a X) + P)       (PyTorch's `a * X + P`)
+//   void   add_diagonal(Z, a)    Z_ii = round(Z_ii + a)
+//   Matrix all_reduce(comm, parts)
+//   Scalar scalar(double)        a coefficient in the compute arithmetic
+//   Index  rows(M), cols(M)
+#include <cstdint>
+#include <vector>
+
+#include "nsv/backend.hpp"
+#include "nsv/communicator.hpp"
+#include "nsv/kernels.hpp"
+
+namespace nsv::detail {
+
+template <class Ops>
+class ShardedIteration {
+ public:
+  using Matrix = typename Ops::Matrix;
+
+  ShardedIteration(Ops& ops, Communicator* comm, const NsConfig& cfg, std::size_t ranks)
+      : ops_(ops), comm_(comm), cfg_(cfg), flops_(ranks, 0) {}
+
+  const std::vector<std::uint64_t>& flops_per_rank() const { return flops_; }
+
+  void run(std::vector<Matrix>& y, Iteration iteration) {
+    if (iteration == Iteration::standard)
+      standard(y);
+    else
+      gram(y);
+  }
+
+ private:
+  // Y Y^T summed over ranks; every rank holds the result.
+  Matrix reduced_gram(const std::vector<Matrix>& y) {
+    std::vector<Matrix> parts;
+    parts.reserve(y.size());
+    for (std::size_t r = 0; r < y.size(); ++r) {
+      flops_[r] += 2 * sq(ops_.rows(y[r])) * u(ops_.cols(y[r]));
+      parts.push_back(ops_.gram(y[r]));
+    }
+    if (parts.size() == 1) return std::move(parts[0]);
+    return ops_.all_reduce(*comm_, parts);
+  }
+
+  // b R + c R R on the replicated Gram matrix.
+  Matrix polynomial(const Matrix& r, const Coeffs& k) {
+    replicated(2 * cube(ops_.rows(r)));
+    return ops_.lincomb(ops_.scalar(k.b), r, ops_.square(r, ops_.scalar(k.c)));
+  }
+
+  // Replicated product of two n x n matrices.
+  Matrix small_product(const Matrix& a, const Matrix& b) {
+    replicated(2 * cube(ops_.rows(a)));
+    return ops_.matmul(a, b);
+  }
+
+  // Y_r <- M Y_r on every rank, M replicated.
+  void apply_left(const Matrix& m, std::vector<Matrix>& y, const Coeffs* with_identity) {
+    for (std::size_t r = 0; r < y.size(); ++r) {
+      flops_[r] += 2 * sq(ops_.rows(m)) * u(ops_.cols(y[r]));
+      Matrix product = ops_.matmul(m, y[r]);
+      y[r] = with_identity ? ops_.lincomb(ops_.scalar(with_identity->a), y[r], product)
+                           : std::move(product);
+    }
+  }
+
+  void standard(std::vector<Matrix>& y) {
+    for (int step = 0; step < cfg_.steps; ++step) {
+      const Coeffs& k = cfg_.coeffs.at_step(step);
+      const Matrix a = reduced_gram(y);
+      const Matrix b = polynomial(a, k);
+      apply_left(b, y, &k);  // X = a X + B X
+    }
+  }
+
+  void gram(std::vector<Matrix>& y) {
+    if (cfg_.steps == 0) return;
+    Matrix r = reduced_gram(y);
+    Matrix q;
+    bool have_q = false;
+    const int steps = cfg_.steps;
+    for (int i = 0; i < steps; ++i) {
+      const Coeffs& k = cfg_.coeffs.at_step(i);
+      if (i == cfg_.restart_at && i != 0) {
+        apply_left(q, y, nullptr);  // X = Q X
+        r = reduced_gram(y);
+        have_q = false;
+      }
+      const Matrix z = polynomial(r, k);
+      if (!have_q) {
+        q = z;
+        ops_.add_diagonal(q, ops_.scalar(k.a));
+        have_q = true;
+      } else {
+        q = ops_.lincomb(ops_.scalar(k.a), q, small_product(z, q));
+      }
+      if (i < steps - 1 && i + 1 != cfg_.restart_at) {
+        const Matrix rz = ops_.lincomb(ops_.scalar(k.a), r, small_product(z, r));
+        r = ops_.lincomb(ops_.scalar(k.a), rz, small_product(z, rz));
+      }
+    }
+    if (have_q) apply_left(q, y, nullptr);
+  }
+
+  void replicated(std::uint64_t f) {
+    for (auto& x : flops_) x += f;
+  }
+  static std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
+  static std::uint64_t sq(std::int64_t v) { return u(v) * u(v); }
+  static std::uint64_t cube(std::int64_t v) { return u(v) * u(v) * u(v); }
+
+  Ops& ops_;
+  Communicator* comm_;
+  const NsConfig& cfg_;
+  std::vector<std::uint64_t> flops_;
+};
+
+}  // namespace nsv::detail

@@ -1,0 +1,87 @@
+// nsv ns: the kernel on one matrix or a batch, with optional timing.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "nsv/backend.hpp"
+#include "nsv/metrics.hpp"
+#include "nsv/npy.hpp"
+
+namespace nsv::cli {
+namespace {
+
+struct NsCommand {
+  NsOptions ns;
+  std::string input, output, backend = "cpu";
+  int repeat = 1;
+  bool json = false;
+
+  void run() const {
+    const NsConfig cfg = ns.config();
+    const NpyArray array = read_npy(input);
+    const Batch batch = array.batch();
+    for (const auto& m : batch)
+      if (!all_finite(m))
+        throw std::invalid_argument(input + ": the input holds NaN or Inf; NS of a non-finite matrix is non-finite "
+                                            "(Muon skips such a step). Clean the input first.");
+    const auto engine = make_backend(backend);
+    std::vector<double> seconds;
+    Batch result;
+    for (int r = 0; r < repeat; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      result = engine->newton_schulz(batch, cfg);
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    const double median = seconds[seconds.size() / 2];
+    std::uint64_t flops = 0;
+    double norm2 = 0.0;
+    bool finite = true;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      flops += ns_flops(cfg, batch[i].rows(), batch[i].cols());
+      norm2 += result[i].squaredNorm();
+      finite = finite && all_finite(result[i]);
+    }
+    if (!output.empty()) {
+      const bool wide = cfg.dtype == DType::fp64;
+      if (array.shape.size() == 2) write_npy(output, result[0], wide);
+      else write_npy(output, result, wide);
+    }
+    nlohmann::json j = {{"shape", array.shape}, {"kernel", kernel_name(cfg.kernel)}, {"dtype", dtype_name(cfg.dtype)},
+                        {"accumulate", accumulate_name(cfg.accumulate)}, {"coeffs", cfg.coeffs.name},
+                        {"steps", cfg.steps}, {"backend", engine->name()}, {"repeat", repeat},
+                        {"seconds", median}, {"flops", flops}, {"gflops", flops / median / 1e9},
+                        {"output_norm", std::sqrt(norm2)}, {"finite", finite}, {"output", output}};
+    if (json) {
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::printf("NS %s %s steps=%d coeffs=%s on %s %s: ||X||_F = %.6g, finite = %s\n", kernel_name(cfg.kernel).data(),
+                  dtype_name(cfg.dtype).data(), cfg.steps, cfg.coeffs.name.c_str(), j["shape"].dump().c_str(),
+                  input.c_str(), std::sqrt(norm2), finite ? "yes" : "NO");
+      std::printf("median %.4g s per call over %d run(s), %.3g GFLOP/s (FLOPs of the plain algorithm)\n", median, repeat,
+                  flops / median / 1e9);
+      if (!output.empty()) std::printf("wrote %s\n", output.c_str());
+    }
+  }
+};
+
+}  // namespace
+
+void add_ns_command(CLI::App& app) {
+  auto cmd_state = std::make_shared<NsCommand>();
+  auto* cmd = app.add_subcommand("ns", "Newton-Schulz of one matrix (2-D .npy) or a batch (3-D .npy)");
+  cmd_state->ns.add_to(*cmd);
+  cmd->add_option("--input", cmd_state->input, "input matrix, .npy float32/float64 C order")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--output", cmd_state->output, "write the result here (.npy; float64 for --dtype fp64, else float32)");
+  cmd->add_option("--repeat", cmd_state->repeat, "run R times, report the median time")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->add_option("--backend", cmd_state->backend, "cpu | cuda")->capture_default_str();
+  cmd->add_flag("--json", cmd_state->json, "machine-readable summary on stdout");
+  cmd->callback([cmd_state] { cmd_state->run(); });
+}
+
+}  // namespace nsv::cli

@@ -1,0 +1,10 @@
+#pragma once
+// Each `nsv` subcommand registers itself on the app; main() only dispatches and turns
+// exceptions into a message and a non-zero exit.
+#include <CLI/CLI.hpp>
+
+namespace nsv::cli {
+
+void add_ns_command(CLI::App& app);
+
+}  // namespace nsv::cli

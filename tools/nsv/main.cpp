@@ -1,0 +1,21 @@
+#include <cstdio>
+#include <exception>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "nsv - property-based verification of Muon's Newton-Schulz orthogonalization under tensor "
+      "parallelism.\nRun `nsv COMMAND --help` for a command's options."};
+  app.require_subcommand(1);
+  nsv::cli::add_ns_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nsv: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
