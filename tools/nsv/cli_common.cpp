@@ -26,3 +26,103 @@ NsConfig NsOptions::config() const {
 }
 
 }  // namespace nsv::cli
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "nsv/metrics.hpp"
+#include "nsv/npy.hpp"
+#include "nsv/spectra.hpp"
+
+namespace nsv::cli {
+
+std::pair<std::int64_t, std::int64_t> parse_shape(const std::string& s) {
+  const auto x = s.find('x');
+  const auto bad = [&] { return std::invalid_argument("bad shape '" + s + "': expected ROWSxCOLS, e.g. 512x1024"); };
+  if (x == std::string::npos) throw bad();
+  try {
+    std::size_t a = 0, b = 0;
+    const std::int64_t r = std::stoll(s.substr(0, x), &a), c = std::stoll(s.substr(x + 1), &b);
+    if (a != x || b != s.size() - x - 1 || r < 1 || c < 1 || r > 65536 || c > 65536) throw bad();
+    return {r, c};
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+}
+
+void MatrixSource::add_to(CLI::App& cmd) {
+  auto* in = cmd.add_option("--input", input, "input matrix (.npy, float32/float64, C order)")->check(CLI::ExistingFile);
+  auto* sh = cmd.add_option("--shape", shape, "generate a ROWSxCOLS matrix instead of reading one");
+  in->excludes(sh);
+  cmd.add_option("--spectrum", spectrum, "generated matrix: gaussian | lowrank:R | powerlaw:ALPHA")->capture_default_str();
+  cmd.add_option("--seed", seed, "seed of the generated matrix")->capture_default_str();
+}
+
+MatD MatrixSource::load() const {
+  if (input.empty() && shape.empty()) throw std::invalid_argument("give a matrix: --input FILE.npy or --shape ROWSxCOLS");
+  MatD g;
+  if (!input.empty()) {
+    g = read_npy(input).matrix();
+  } else {
+    const auto [r, c] = parse_shape(shape);
+    g = make_matrix(parse_spectrum(spectrum), r, c, seed);
+  }
+  if (!all_finite(g))
+    throw std::invalid_argument(describe() + " holds NaN or Inf: NS of a non-finite matrix is non-finite (Muon skips such a step)");
+  return g;
+}
+
+std::string MatrixSource::describe() const {
+  return input.empty() ? shape + " " + spectrum + " seed " + std::to_string(seed) : input;
+}
+
+HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis) {
+  HeadGeometry g;
+  if (heads == 0 && kv_heads == 0) return g;
+  if (heads == 0) throw std::invalid_argument("--kv-heads needs --heads");
+  if (dim % heads != 0)
+    throw std::invalid_argument("--heads " + std::to_string(heads) + " does not divide the " + std::to_string(dim) +
+                                (axis == 0 ? " rows" : " cols") + " of the split axis");
+  g.heads = heads;
+  g.kv_groups = kv_heads == 0 ? heads : kv_heads;
+  if (heads % g.kv_groups != 0)
+    throw std::invalid_argument("--kv-heads " + std::to_string(g.kv_groups) + " does not divide --heads " + std::to_string(heads));
+  g.head_dim = dim / heads;
+  return g;
+}
+
+nlohmann::json config_json(const NsConfig& cfg) {
+  return {{"kernel", kernel_name(cfg.kernel)}, {"steps", cfg.steps}, {"dtype", dtype_name(cfg.dtype)},
+          {"accumulate", accumulate_name(cfg.accumulate)}, {"coeffs", cfg.coeffs.name}, {"restart_at", cfg.restart_at}};
+}
+
+nlohmann::json comparison_json(const Comparison& c) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : c.ranks)
+    ranks.push_back({{"rank", r.rank}, {"rows", r.rows}, {"cols", r.cols}, {"rel_diff", r.rel_diff}, {"cosine", r.cosine},
+                     {"norm_ratio", r.norm_ratio}, {"bit_identical", r.bit_identical}, {"bytes_sent", r.traffic.bytes_sent},
+                     {"bytes_received", r.traffic.bytes_received}, {"messages", r.traffic.messages}, {"flops", r.flops},
+                     {"extra_memory_bytes", r.extra_memory}});
+  nlohmann::json coll = nlohmann::json::object();
+  for (Collective k : kAllCollectives) coll[std::string(collective_name(k))] = c.collectives[static_cast<std::size_t>(k)];
+  return {{"rel_diff_mean", c.rel_diff_mean}, {"rel_diff_max", c.rel_diff_max}, {"bit_identical", c.bit_identical},
+          {"collectives", coll}, {"ranks", ranks}};
+}
+
+void print_rank_table(const Comparison& c) {
+  std::printf("%4s %7s %7s %12s %9s %10s %12s %12s %5s %12s\n", "rank", "rows", "cols", "rel_diff", "cosine", "norm_ratio",
+              "bytes_sent", "bytes_recv", "msgs", "GFLOP");
+  for (const auto& r : c.ranks)
+    std::printf("%4d %7lld %7lld %12.6g %9.6f %10.6f %12llu %12llu %5llu %12.4f%s\n", r.rank, static_cast<long long>(r.rows),
+                static_cast<long long>(r.cols), r.rel_diff, r.cosine, r.norm_ratio,
+                static_cast<unsigned long long>(r.traffic.bytes_sent), static_cast<unsigned long long>(r.traffic.bytes_received),
+                static_cast<unsigned long long>(r.traffic.messages), r.flops / 1e9,
+                r.rows * r.cols == 0 ? "  (holds nothing)" : "");
+  std::string coll;
+  for (Collective k : kAllCollectives)
+    if (c.collectives[static_cast<std::size_t>(k)] > 0)
+      coll += std::string(collective_name(k)) + " x" + std::to_string(c.collectives[static_cast<std::size_t>(k)]) + "  ";
+  std::printf("collectives: %s\n", coll.empty() ? "none" : coll.c_str());
+}
+
+}  // namespace nsv::cli

@@ -1,9 +1,13 @@
 #pragma once
-// Option parsing shared by subcommands: the NS configuration flags and their validation.
+// Option parsing and output shared by subcommands.
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "nsv/kernels.hpp"
+#include "nsv/matrix.hpp"
+#include "nsv/strategies.hpp"
 
 namespace nsv::cli {
 
@@ -18,5 +22,28 @@ struct NsOptions {
   void add_to(CLI::App& cmd);
   NsConfig config() const;  // throws std::invalid_argument with a message naming the flag
 };
+
+// A matrix from --input FILE.npy, or generated from --shape RxC --spectrum S --seed N.
+struct MatrixSource {
+  std::string input, shape, spectrum = "gaussian";
+  std::uint64_t seed = 0;
+
+  void add_to(CLI::App& cmd);
+  MatD load() const;
+  std::string describe() const;
+};
+
+// "512x1024" -> {512, 1024}; throws std::invalid_argument saying the expected form.
+std::pair<std::int64_t, std::int64_t> parse_shape(const std::string&);
+
+// Heads along the split axis: head_dim = dim / heads, KV groups default to the heads.
+struct HeadGeometry {
+  std::int64_t heads = 0, kv_groups = 0, head_dim = 0;
+};
+HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis);
+
+nlohmann::json config_json(const NsConfig&);
+nlohmann::json comparison_json(const Comparison&);
+void print_rank_table(const Comparison&);
 
 }  // namespace nsv::cli

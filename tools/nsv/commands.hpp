@@ -6,5 +6,6 @@
 namespace nsv::cli {
 
 void add_ns_command(CLI::App& app);
+void add_shard_command(CLI::App& app);
 
 }  // namespace nsv::cli

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
       "parallelism.\nRun `nsv COMMAND --help` for a command's options."};
   app.require_subcommand(1);
   nsv::cli::add_ns_command(app);
+  nsv::cli::add_shard_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

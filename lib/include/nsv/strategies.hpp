@@ -1,0 +1,83 @@
+#pragma once
+// The ways of orthogonalizing a tensor-parallel-sharded matrix (SPEC §3), each run on simulated
+// ranks through the Communicator, and compared with the semantics it promises.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nsv/backend.hpp"
+#include "nsv/communicator.hpp"
+#include "nsv/layout.hpp"
+
+namespace nsv {
+
+enum class Strategy { shard, gather, per_head, gram_allreduce, gram_restart_allreduce, owner };
+inline constexpr Strategy kAllStrategies[] = {Strategy::shard, Strategy::gather, Strategy::per_head,
+                                              Strategy::gram_allreduce, Strategy::gram_restart_allreduce,
+                                              Strategy::owner};
+Strategy parse_strategy(std::string_view);
+std::string_view strategy_name(Strategy);
+
+// What a strategy is compared against: NS of the unsharded matrix, or per-head NS of it.
+enum class Target { whole, per_head };
+Target parse_target(std::string_view);
+std::string_view target_name(Target);
+// The semantics a strategy promises (per_head for `per_head`, whole for every other).
+Target natural_target(Strategy);
+
+// What a strategy promises against its natural target (SPEC §3).
+enum class Promise { none, bit_identical, rounding_noise };
+Promise promise_of(Strategy);
+std::string_view promise_name(Promise);
+
+struct ShardedMatrix {
+  std::vector<MatD> shards;   // shards[r] is what rank r holds
+  Layout layout;
+  std::int64_t head_dim = 0;  // > 0 when whole heads of this size lie along dim 0
+};
+ShardedMatrix shard_matrix(const MatD& g, const Layout& layout, std::int64_t head_dim = 0);
+
+struct StrategyOptions {
+  ReductionOrder order = ReductionOrder::rank;
+  // Wire dtype of gathers and all-to-alls (the update's storage dtype, fp32 in DeepSpeed).
+  DType storage = DType::fp32;
+};
+
+struct StrategyRun {
+  Strategy strategy;
+  std::vector<MatD> outputs;                  // rank r's block of the orthogonalized matrix
+  Ledger ledger;
+  std::vector<std::uint64_t> flops;           // per rank, plain-algorithm convention (kernels.hpp)
+  // Peak bytes a rank holds beyond what `shard` would: the gathered matrix (gather, owner's
+  // owner rank: input and result), the replicated Gram and polynomial (all-reduce strategies).
+  std::vector<std::uint64_t> extra_memory;
+};
+
+// Throws std::invalid_argument with a message saying what to change when the strategy does not
+// apply (per_head on a dim-1 split, without head metadata, or on shards that cut a head).
+StrategyRun run_strategy(Strategy, const Backend&, const ShardedMatrix&, const NsConfig&,
+                         const StrategyOptions& = {});
+
+// NS (or per-head NS) of the whole matrix.
+MatD target_result(Target, const Backend&, const MatD& g, std::int64_t head_dim, const NsConfig&);
+
+struct RankComparison {
+  int rank = 0;
+  std::int64_t rows = 0, cols = 0;
+  double rel_diff = 0, cosine = 1, norm_ratio = 1;
+  bool bit_identical = true;
+  RankTraffic traffic;
+  std::uint64_t flops = 0, extra_memory = 0;
+};
+
+struct Comparison {
+  std::vector<RankComparison> ranks;
+  double rel_diff_mean = 0, rel_diff_max = 0;  // over ranks holding a non-empty shard
+  bool bit_identical = true;                   // every element of every rank
+  std::array<int, 4> collectives{};            // calls by kind (Collective)
+};
+
+Comparison compare_with_target(const StrategyRun&, const MatD& target, const Layout&);
+
+}  // namespace nsv

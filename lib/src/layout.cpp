@@ -1,0 +1,120 @@
+#include "nsv/layout.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace nsv {
+namespace {
+
+void check_tp(int tp) {
+  if (tp < 1) throw std::invalid_argument("tp must be >= 1, got " + std::to_string(tp));
+}
+
+}  // namespace
+
+std::vector<std::int64_t> head_aligned_sizes(std::int64_t dim, std::int64_t kv_groups, int tp) {
+  check_tp(tp);
+  if (kv_groups < 1 || dim % kv_groups != 0)
+    throw std::invalid_argument("head-aligned split: dimension " + std::to_string(dim) +
+                                " is not a whole number of " + std::to_string(kv_groups) + " KV groups");
+  std::vector<std::int64_t> sizes;
+  for (int r = 0; r < tp; ++r) {
+    const std::int64_t units = kv_groups / tp + (r < kv_groups % tp ? 1 : 0);
+    sizes.push_back(dim * units / kv_groups);
+  }
+  return sizes;
+}
+
+std::vector<std::int64_t> grain_sizes(std::int64_t dim, int tp, std::int64_t grain) {
+  check_tp(tp);
+  if (grain < 1) throw std::invalid_argument("grain must be >= 1, got " + std::to_string(grain));
+  const std::int64_t grains = dim / grain, rem = dim % grain;
+  std::vector<std::int64_t> sizes;
+  for (int r = 0; r < tp; ++r) sizes.push_back((grains / tp + (r < grains % tp ? 1 : 0)) * grain);
+  sizes.back() += rem;
+  return sizes;
+}
+
+std::int64_t Layout::width(int rank) const {
+  std::int64_t w = 0;
+  for (const auto& r : ranks.at(static_cast<std::size_t>(rank))) w += r.size();
+  return w;
+}
+
+std::vector<std::int64_t> Layout::widths() const {
+  std::vector<std::int64_t> w;
+  for (int r = 0; r < tp(); ++r) w.push_back(width(r));
+  return w;
+}
+
+Layout contiguous_layout(int axis, const std::vector<std::int64_t>& sizes) {
+  return fused_layout(axis, {sizes});
+}
+
+Layout fused_layout(int axis, const std::vector<std::vector<std::int64_t>>& part_sizes) {
+  if (axis != 0 && axis != 1) throw std::invalid_argument("axis must be 0 (rows) or 1 (cols)");
+  if (part_sizes.empty() || part_sizes[0].empty()) throw std::invalid_argument("a layout needs at least one rank");
+  Layout layout;
+  layout.axis = axis;
+  layout.ranks.resize(part_sizes[0].size());
+  for (const auto& sizes : part_sizes) {
+    if (sizes.size() != layout.ranks.size()) throw std::invalid_argument("every fused part needs one size per rank");
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      if (sizes[r] < 0) throw std::invalid_argument("negative shard size");
+      if (sizes[r] > 0) layout.ranks[r].push_back({layout.dim, layout.dim + sizes[r]});
+      layout.dim += sizes[r];
+    }
+  }
+  return layout;
+}
+
+Layout even_layout(int axis, std::int64_t dim, int tp) { return contiguous_layout(axis, grain_sizes(dim, tp, 1)); }
+
+Layout autotp_layout(const MuonParam& p, int tp, std::int64_t grain) {
+  const std::int64_t dim = p.split_axis == 0 ? p.rows : p.cols;
+  const auto sizes = p.kv_groups > 0 ? head_aligned_sizes(dim, p.kv_groups, tp) : grain_sizes(dim, tp, grain);
+  return contiguous_layout(p.split_axis, sizes);
+}
+
+std::vector<MatD> split(const MatD& m, const Layout& layout) {
+  const std::int64_t extent = layout.axis == 0 ? m.rows() : m.cols();
+  if (extent != layout.dim)
+    throw std::invalid_argument("layout covers " + std::to_string(layout.dim) + " along axis " + std::to_string(layout.axis) +
+                                " but the matrix has " + std::to_string(extent));
+  std::vector<MatD> shards;
+  for (int r = 0; r < layout.tp(); ++r) {
+    const std::int64_t w = layout.width(r);
+    MatD s = layout.axis == 0 ? MatD(w, m.cols()) : MatD(m.rows(), w);
+    std::int64_t at = 0;
+    for (const auto& range : layout.ranks[static_cast<std::size_t>(r)]) {
+      if (layout.axis == 0)
+        s.middleRows(at, range.size()) = m.middleRows(range.begin, range.size());
+      else
+        s.middleCols(at, range.size()) = m.middleCols(range.begin, range.size());
+      at += range.size();
+    }
+    shards.push_back(std::move(s));
+  }
+  return shards;
+}
+
+MatD assemble(const std::vector<MatD>& shards, const Layout& layout) {
+  if (static_cast<int>(shards.size()) != layout.tp()) throw std::invalid_argument("assemble: one shard per rank");
+  const MatD& any = shards[0];
+  const std::int64_t other = layout.axis == 0 ? any.cols() : any.rows();
+  MatD m = layout.axis == 0 ? MatD(layout.dim, other) : MatD(other, layout.dim);
+  for (int r = 0; r < layout.tp(); ++r) {
+    const MatD& s = shards[static_cast<std::size_t>(r)];
+    std::int64_t at = 0;
+    for (const auto& range : layout.ranks[static_cast<std::size_t>(r)]) {
+      if (layout.axis == 0)
+        m.middleRows(range.begin, range.size()) = s.middleRows(at, range.size());
+      else
+        m.middleCols(range.begin, range.size()) = s.middleCols(at, range.size());
+      at += range.size();
+    }
+  }
+  return m;
+}
+
+}  // namespace nsv

@@ -1,0 +1,97 @@
+#include "nsv/muon.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "nsv/metrics.hpp"
+#include "nsv/per_head.hpp"
+
+namespace nsv {
+
+ScaleFrom parse_scale_from(std::string_view s) {
+  if (s == "local") return ScaleFrom::local;
+  if (s == "global") return ScaleFrom::global;
+  throw std::invalid_argument("unknown scale source '" + std::string(s) + "': expected local or global");
+}
+std::string_view scale_from_name(ScaleFrom s) { return s == ScaleFrom::local ? "local" : "global"; }
+
+double aspect_scale(std::int64_t rows, std::int64_t cols) {
+  return rows > cols ? std::sqrt(static_cast<double>(rows) / static_cast<double>(cols)) : 1.0;
+}
+
+float lerp_fp32(float start, float end, float weight) {
+  return std::abs(weight) < 0.5f ? start + weight * (end - start) : end - (end - start) * (1.0f - weight);
+}
+
+MatD momentum_and_blend(MatD& momentum, const MatD& grad, const MuonConfig& cfg) {
+  if (momentum.rows() != grad.rows() || momentum.cols() != grad.cols())
+    throw std::invalid_argument("momentum and gradient differ in shape");
+  // Python computes 1 - beta in double; PyTorch converts the scalar weight to float.
+  const auto w_momentum = static_cast<float>(1.0 - cfg.beta), w_blend = static_cast<float>(cfg.beta);
+  if (all_finite(grad))
+    momentum = momentum.binaryExpr(grad, [&](double m, double g) {
+      return double(lerp_fp32(static_cast<float>(m), static_cast<float>(g), w_momentum));
+    });
+  if (!cfg.nesterov) return momentum;
+  return grad.binaryExpr(momentum, [&](double g, double m) {
+    return double(lerp_fp32(static_cast<float>(g), static_cast<float>(m), w_blend));
+  });
+}
+
+namespace {
+
+MatD scaled_fp32(const MatD& x, double scale) {
+  if (scale == 1.0) return x;
+  const auto s = static_cast<float>(scale);
+  return x.unaryExpr([s](double v) { return double(static_cast<float>(v) * s); });
+}
+
+// The NS result is stored back in the gradient's dtype (fp32).
+MatD to_fp32(const MatD& x) {
+  return x.unaryExpr([](double v) { return double(static_cast<float>(v)); });
+}
+
+}  // namespace
+
+MatD muon_update(const Backend& b, MatD& momentum, const MatD& grad, const MuonConfig& cfg, std::int64_t heads) {
+  const MatD blend = momentum_and_blend(momentum, grad, cfg);
+  if (!all_finite(grad)) return blend;
+  if (heads > 0) return to_fp32(per_head_ns(b, blend, heads, cfg.ns));
+  return scaled_fp32(to_fp32(newton_schulz(b, blend, cfg.ns)), aspect_scale(grad.rows(), grad.cols()));
+}
+
+ShardedUpdate sharded_muon_update(const Backend& b, std::vector<MatD>& momentum_shards, const std::vector<MatD>& grad_shards,
+                                  const Layout& layout, std::int64_t head_dim, Strategy strategy, const MuonConfig& cfg,
+                                  const StrategyOptions& opt) {
+  if (momentum_shards.size() != grad_shards.size() || static_cast<int>(grad_shards.size()) != layout.tp())
+    throw std::invalid_argument("one gradient and one momentum shard per rank are required");
+  ShardedMatrix blends{{}, layout, head_dim};
+  for (std::size_t r = 0; r < grad_shards.size(); ++r) blends.shards.push_back(momentum_and_blend(momentum_shards[r], grad_shards[r], cfg));
+  ShardedUpdate out;
+  out.run = run_strategy(strategy, b, blends, cfg.ns, opt);
+  const MatD whole_shape = assemble(grad_shards, layout);
+  for (std::size_t r = 0; r < grad_shards.size(); ++r) {
+    const MatD& g = grad_shards[r];
+    if (!all_finite(g)) {  // this rank's guard: the step is skipped, the update stays non-finite
+      out.updates.push_back(blends.shards[r]);
+      out.scales.push_back(1.0);
+      continue;
+    }
+    const double scale = strategy == Strategy::per_head ? 1.0  // per-head scales each head block itself
+                         : cfg.scale_from == ScaleFrom::local ? aspect_scale(g.rows(), g.cols())
+                                                              : aspect_scale(whole_shape.rows(), whole_shape.cols());
+    out.updates.push_back(scaled_fp32(to_fp32(out.run.outputs[r]), scale));
+    out.scales.push_back(scale);
+  }
+  return out;
+}
+
+void apply_update(MatD& param, const MatD& update, const MuonConfig& cfg) {
+  const auto decay = static_cast<float>(1.0 - cfg.lr * cfg.weight_decay), lr = static_cast<float>(cfg.lr);
+  param = param.binaryExpr(update, [&](double p, double u) {
+    return double(static_cast<float>(p) * decay - lr * static_cast<float>(u));
+  });
+}
+
+}  // namespace nsv
