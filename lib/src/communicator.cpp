@@ -81,6 +81,75 @@ T reduce_one(const std::vector<T>& values, ReductionOrder order, int ring_start,
   return values[0];
 }
 
+std::uint64_t wire_bytes(std::int64_t elements, DType wire) {
+  return static_cast<std::uint64_t>(elements) * static_cast<std::uint64_t>(bytes_per_element(wire));
+}
+
+}  // namespace
+
+void record_all_gather(Ledger& ledger, const std::vector<std::int64_t>& shard_elements, DType wire) {
+  if (shard_elements.size() != ledger.ranks.size())
+    throw std::invalid_argument("record_all_gather: one shard per rank of the ledger");
+  const auto p = static_cast<std::uint64_t>(ledger.ranks.size());
+  std::int64_t total = 0;
+  for (auto e : shard_elements) total += e;
+  for (std::size_t r = 0; r < shard_elements.size(); ++r) {
+    auto& t = ledger.ranks[r];
+    const auto own = wire_bytes(shard_elements[r], wire);
+    t.bytes_sent += own * (p - 1);
+    t.bytes_received += wire_bytes(total, wire) - own;
+    t.messages += p - 1;
+  }
+  ++ledger.calls[static_cast<std::size_t>(Collective::all_gather)];
+}
+
+void record_all_reduce(Ledger& ledger, std::int64_t elements, DType wire) {
+  const auto p = static_cast<std::uint64_t>(ledger.ranks.size());
+  // Ring: 2(p-1) steps, each moving one chunk of N/p elements (exact when p divides N; the
+  // fractional part is carried as whole bytes of the full count, 2(p-1)N/p rounded down).
+  const std::uint64_t moved = p <= 1 ? 0 : 2 * (p - 1) * wire_bytes(elements, wire) / p;
+  for (auto& t : ledger.ranks) {
+    t.bytes_sent += moved;
+    t.bytes_received += moved;
+    t.messages += p <= 1 ? 0 : 2 * (p - 1);
+  }
+  ++ledger.calls[static_cast<std::size_t>(Collective::all_reduce)];
+}
+
+void record_all_to_all(Ledger& ledger, const std::vector<std::vector<std::int64_t>>& piece_elements, DType wire) {
+  const auto n = ledger.ranks.size();
+  if (piece_elements.size() != n) throw std::invalid_argument("record_all_to_all: one row of pieces per rank");
+  for (const auto& row : piece_elements)
+    if (row.size() != n) throw std::invalid_argument("all_to_all: one piece per destination");
+  for (std::size_t s = 0; s < n; ++s)
+    for (std::size_t d = 0; d < n; ++d) {
+      if (s == d || piece_elements[s][d] == 0) continue;
+      const auto b = wire_bytes(piece_elements[s][d], wire);
+      ledger.ranks[s].bytes_sent += b;
+      ledger.ranks[s].messages += 1;
+      ledger.ranks[d].bytes_received += b;
+    }
+  ++ledger.calls[static_cast<std::size_t>(Collective::all_to_all)];
+}
+
+void record_broadcast(Ledger& ledger, std::int64_t elements, int root, DType wire) {
+  const int p = static_cast<int>(ledger.ranks.size());
+  if (root < 0 || root >= p) throw std::invalid_argument("broadcast: root out of range");
+  const auto b = wire_bytes(elements, wire);
+  for (int r = 0; r < p; ++r) {
+    auto& t = ledger.ranks[static_cast<std::size_t>(r)];
+    if (r == root) {
+      t.bytes_sent += b * static_cast<std::uint64_t>(p - 1);
+      t.messages += static_cast<std::uint64_t>(p - 1);
+    } else {
+      t.bytes_received += b;
+    }
+  }
+  ++ledger.calls[static_cast<std::size_t>(Collective::broadcast)];
+}
+
+namespace {
+
 class SimulatedCommunicator final : public Communicator {
  public:
   SimulatedCommunicator(int ranks, ReductionOrder order) : order_(order) {
@@ -95,14 +164,13 @@ class SimulatedCommunicator final : public Communicator {
 
   double all_reduce_scalar(const std::vector<double>& parts, DType wire) override {
     check_count(parts.size());
-    account_all_reduce(1, wire);
+    record_all_reduce(ledger_, 1, wire);
     return reduce_one(parts, order_, 1, wire);
   }
 
   MatD all_gather(const std::vector<MatD>& shards, int axis, DType wire) override {
     check_count(shards.size());
-    Eigen::Index rows = 0, cols = 0, total = 0;
-    for (const auto& s : shards) total += s.size();
+    Eigen::Index rows = 0, cols = 0;
     if (axis == 0) {
       cols = shards[0].cols();
       for (const auto& s : shards) rows += s.rows();
@@ -112,6 +180,7 @@ class SimulatedCommunicator final : public Communicator {
     }
     MatD full(rows, cols);
     Eigen::Index offset = 0;
+    std::vector<std::int64_t> elements;
     for (std::size_t r = 0; r < shards.size(); ++r) {
       const auto& s = shards[r];
       if (axis == 0) {
@@ -123,13 +192,9 @@ class SimulatedCommunicator final : public Communicator {
         full.middleCols(offset, s.cols()) = s;
         offset += s.cols();
       }
-      auto& t = ledger_.ranks[r];
-      const auto own = bytes(s.size(), wire);
-      t.bytes_sent += own * static_cast<std::uint64_t>(size() - 1);
-      t.bytes_received += bytes(total, wire) - own;
-      t.messages += static_cast<std::uint64_t>(size() - 1);
+      elements.push_back(s.size());
     }
-    ++ledger_.calls[static_cast<std::size_t>(Collective::all_gather)];
+    record_all_gather(ledger_, elements, wire);
     return full;
   }
 
@@ -138,61 +203,29 @@ class SimulatedCommunicator final : public Communicator {
     check_count(pieces.size());
     const auto n = pieces.size();
     std::vector<std::vector<MatD>> received(n, std::vector<MatD>(n));
+    std::vector<std::vector<std::int64_t>> elements(n, std::vector<std::int64_t>(n, 0));
     for (std::size_t s = 0; s < n; ++s) {
       if (pieces[s].size() != n) throw std::invalid_argument("all_to_all: one piece per destination");
       for (std::size_t d = 0; d < n; ++d) {
         received[d][s] = pieces[s][d];
-        if (s == d || pieces[s][d].size() == 0) continue;
-        const auto b = bytes(pieces[s][d].size(), wire);
-        ledger_.ranks[s].bytes_sent += b;
-        ledger_.ranks[s].messages += 1;
-        ledger_.ranks[d].bytes_received += b;
+        elements[s][d] = pieces[s][d].size();
       }
     }
-    ++ledger_.calls[static_cast<std::size_t>(Collective::all_to_all)];
+    record_all_to_all(ledger_, elements, wire);
     return received;
   }
 
   MatD broadcast(const MatD& value, int root, DType wire) override {
-    if (root < 0 || root >= size()) throw std::invalid_argument("broadcast: root out of range");
-    const auto b = bytes(value.size(), wire);
-    for (int r = 0; r < size(); ++r) {
-      auto& t = ledger_.ranks[static_cast<std::size_t>(r)];
-      if (r == root) {
-        t.bytes_sent += b * static_cast<std::uint64_t>(size() - 1);
-        t.messages += static_cast<std::uint64_t>(size() - 1);
-      } else {
-        t.bytes_received += b;
-      }
-    }
-    ++ledger_.calls[static_cast<std::size_t>(Collective::broadcast)];
+    record_broadcast(ledger_, value.size(), root, wire);
     return value;
   }
 
  private:
-  static std::uint64_t bytes(Eigen::Index elements, DType wire) {
-    return static_cast<std::uint64_t>(elements) * static_cast<std::uint64_t>(bytes_per_element(wire));
-  }
-
   void check_count(std::size_t n) const {
     if (static_cast<int>(n) != size())
       throw std::invalid_argument("collective called with " + std::to_string(n) +
                                   " contributions on a communicator of " + std::to_string(size()) +
                                   " ranks");
-  }
-
-  void account_all_reduce(Eigen::Index elements, DType wire) {
-    const int p = size();
-    // Ring: 2(p-1) steps, each moving one chunk of N/p elements (exact when p divides N; the
-    // fractional part is carried as whole bytes of the full count, 2(p-1)N/p rounded down).
-    const std::uint64_t moved =
-        p == 1 ? 0 : 2 * static_cast<std::uint64_t>(p - 1) * bytes(elements, wire) / static_cast<std::uint64_t>(p);
-    for (auto& t : ledger_.ranks) {
-      t.bytes_sent += moved;
-      t.bytes_received += moved;
-      t.messages += p == 1 ? 0 : 2 * static_cast<std::uint64_t>(p - 1);
-    }
-    ++ledger_.calls[static_cast<std::size_t>(Collective::all_reduce)];
   }
 
   template <class T>
@@ -202,7 +235,7 @@ class SimulatedCommunicator final : public Communicator {
     for (const auto& m : parts)
       if (m.rows() != rows || m.cols() != cols)
         throw std::invalid_argument("all_reduce: contributions differ in shape");
-    account_all_reduce(parts[0].size(), wire);
+    record_all_reduce(ledger_, parts[0].size(), wire);
     Mat<T> sum(rows, cols);
     const Eigen::Index n = sum.size();
     const int p = size();

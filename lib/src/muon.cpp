@@ -17,11 +17,18 @@ ScaleFrom parse_scale_from(std::string_view s) {
 std::string_view scale_from_name(ScaleFrom s) { return s == ScaleFrom::local ? "local" : "global"; }
 
 double aspect_scale(std::int64_t rows, std::int64_t cols) {
+  if (rows == 0 || cols == 0) return 1.0;  // an empty (zero-width) shard has no aspect to scale by
   return rows > cols ? std::sqrt(static_cast<double>(rows) / static_cast<double>(cols)) : 1.0;
 }
 
+// PyTorch's CPU kernel (aten/src/ATen/native/cpu/LerpKernel.cpp, lerp_vec) computes each branch
+// as one fused multiply-add, fmadd(coeff, end - start, base), rounded once; two separate
+// roundings differ from it by up to thousands of ulps where the sum cancels (DeepSpeed's golden
+// momenta, fixtures/golden/deepspeed/mu_0*, match the fused form bit for bit; the unfused form differs
+// in about 28% of their elements from the second step on).
 float lerp_fp32(float start, float end, float weight) {
-  return std::abs(weight) < 0.5f ? start + weight * (end - start) : end - (end - start) * (1.0f - weight);
+  const float diff = end - start;
+  return std::abs(weight) < 0.5f ? std::fma(weight, diff, start) : std::fma(weight - 1.0f, diff, end);
 }
 
 MatD momentum_and_blend(MatD& momentum, const MatD& grad, const MuonConfig& cfg) {
@@ -29,11 +36,15 @@ MatD momentum_and_blend(MatD& momentum, const MatD& grad, const MuonConfig& cfg)
     throw std::invalid_argument("momentum and gradient differ in shape");
   // Python computes 1 - beta in double; PyTorch converts the scalar weight to float.
   const auto w_momentum = static_cast<float>(1.0 - cfg.beta), w_blend = static_cast<float>(cfg.beta);
-  if (all_finite(grad))
-    momentum = momentum.binaryExpr(grad, [&](double m, double g) {
-      return double(lerp_fp32(static_cast<float>(m), static_cast<float>(g), w_momentum));
-    });
-  if (!cfg.nesterov) return momentum;
+  const auto ema = [&](double m, double g) {
+    return double(lerp_fp32(static_cast<float>(m), static_cast<float>(g), w_momentum));
+  };
+  const bool finite = all_finite(grad);
+  if (finite) momentum = momentum.binaryExpr(grad, ema);
+  // Without Nesterov the update is the momentum. When the step is skipped, return the momentum
+  // the step would have produced (non-finite where the gradient is), never the stale momentum,
+  // which would be a silent finite update (SPEC §1.4: a non-finite grad yields a non-finite update).
+  if (!cfg.nesterov) return finite ? momentum : MatD(momentum.binaryExpr(grad, ema));
   return grad.binaryExpr(momentum, [&](double g, double m) {
     return double(lerp_fp32(static_cast<float>(g), static_cast<float>(m), w_blend));
   });

@@ -37,7 +37,7 @@ std::vector<MatD> normalize(const std::vector<MatD>& shards, const NsConfig& cfg
     out.push_back(s.unaryExpr([nd](double v) { return round_to(nd, v); }));
     partial.push_back(sum_of_squares(out.back()));
   }
-  const double total = shards.size() == 1 ? partial[0] : comm->all_reduce_scalar(partial, DType::fp32);
+  const double total = shards.size() == 1 ? partial[0] : comm->all_reduce_scalar(partial, norm_wire_dtype(cfg));
   const double norm = round_to(nd, std::sqrt(total));
   const double denominator = sum_in(nd, norm, round_to(nd, cfg.eps));
   for (auto& s : out)

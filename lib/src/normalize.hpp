@@ -13,6 +13,12 @@ namespace nsv::detail {
 // there is more than one shard (comm must then be non-null).
 std::vector<MatD> normalize(const std::vector<MatD>& shards, const NsConfig& cfg, Communicator* comm);
 
+// The element type of the squared norm's all-reduce: fp32, or fp64 when computing in fp64 (a
+// framework all-reduces it in the normalization dtype).
+inline DType norm_wire_dtype(const NsConfig& cfg) {
+  return normalization_dtype(cfg) == DType::fp64 ? DType::fp64 : DType::fp32;
+}
+
 // The shape-only view of the wide frame: true when the kernel transposes the input.
 inline bool is_tall(const MatD& g) { return g.rows() > g.cols(); }
 

@@ -9,7 +9,8 @@
 // `Ops` supplies the dtype-emulating primitives of a backend (each result rounded once to the
 // compute dtype, see SPEC §1.5):
 //   Matrix gram(Y)               round(Y Y^T)                (symmetric, exactly)
-//   Matrix square(S, alpha)      round(alpha S S), S symmetric
+//   Matrix square(S, alpha)      round(round(alpha S) S): PyTorch's `c * S @ S`. S is symmetric
+//                                in exact arithmetic only, so never S S^T (see CpuOps::square)
 //   Matrix matmul(A, B)          round(A B)
 //   Matrix lincomb(a, X, P)      round(round(a X) + P)       (PyTorch's `a * X + P`)
 //   void   add_diagonal(Z, a)    Z_ii = round(Z_ii + a)

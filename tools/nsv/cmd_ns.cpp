@@ -79,7 +79,7 @@ void add_ns_command(CLI::App& app) {
   cmd->add_option("--input", cmd_state->input, "input matrix, .npy float32/float64 C order")->required()->check(CLI::ExistingFile);
   cmd->add_option("--output", cmd_state->output, "write the result here (.npy; float64 for --dtype fp64, else float32)");
   cmd->add_option("--repeat", cmd_state->repeat, "run R times, report the median time")->check(CLI::Range(1, 100000))->capture_default_str();
-  cmd->add_option("--backend", cmd_state->backend, "cpu | cuda")->capture_default_str();
+  cmd->add_option("--backend", cmd_state->backend, "cpu | cuda | cuda-tf32 (TF32 GEMMs) | cuda-batched (strided-batched GEMMs)")->capture_default_str();
   cmd->add_flag("--json", cmd_state->json, "machine-readable summary on stdout");
   cmd->callback([cmd_state] { cmd_state->run(); });
 }

@@ -83,7 +83,7 @@ void add_shard_command(CLI::App& app) {
       ->check(CLI::IsMember({"whole", "per_head"}));
   cmd->add_option("--reduction-order", st->order, "all-reduce order: rank | reverse | ring | tree")
       ->check(CLI::IsMember({"rank", "reverse", "ring", "tree"}))->capture_default_str();
-  cmd->add_option("--backend", st->backend, "cpu | cuda")->capture_default_str();
+  cmd->add_option("--backend", st->backend, "cpu | cuda | cuda-tf32 (TF32 GEMMs) | cuda-batched (strided-batched GEMMs)")->capture_default_str();
   cmd->add_flag("--json", st->json, "machine-readable output (stable schema, see README)");
   cmd->callback([st] { st->run(); });
 }

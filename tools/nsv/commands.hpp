@@ -7,5 +7,9 @@ namespace nsv::cli {
 
 void add_ns_command(CLI::App& app);
 void add_shard_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
+void add_step_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+void add_audit_command(CLI::App& app);
 
 }  // namespace nsv::cli

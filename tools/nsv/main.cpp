@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   nsv::cli::add_ns_command(app);
   nsv::cli::add_shard_command(app);
+  nsv::cli::add_sweep_command(app);
+  nsv::cli::add_step_command(app);
+  nsv::cli::add_report_command(app);
+  nsv::cli::add_audit_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

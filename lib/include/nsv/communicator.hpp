@@ -76,6 +76,16 @@ class Communicator {
   virtual MatD broadcast(const MatD& value, int root, DType wire) = 0;
 };
 
+// The byte model above on shapes alone: what a collective adds to a ledger, given the element
+// counts of the ranks' contributions. The simulated communicator records every call through
+// these, and the cost model (cost_model.hpp) uses them to count full-size matrices without
+// allocating them, so both produce the same ledger by construction.
+void record_all_gather(Ledger&, const std::vector<std::int64_t>& shard_elements, DType wire);
+void record_all_reduce(Ledger&, std::int64_t elements, DType wire);
+// piece_elements[s][d]: elements rank s sends to rank d (the diagonal stays local).
+void record_all_to_all(Ledger&, const std::vector<std::vector<std::int64_t>>& piece_elements, DType wire);
+void record_broadcast(Ledger&, std::int64_t elements, int root, DType wire);
+
 // All ranks in this process; the reduction order is a parameter of the simulation.
 std::unique_ptr<Communicator> make_simulated_communicator(int ranks, ReductionOrder order);
 

@@ -29,11 +29,13 @@ struct MuonConfig {
 // sqrt(rows/cols) if rows > cols, else 1.
 double aspect_scale(std::int64_t rows, std::int64_t cols);
 
-// PyTorch's lerp in fp32: start + w (end - start) for |w| < 0.5, else end - (end - start)(1 - w).
+// PyTorch's lerp in fp32: start + w (end - start) for |w| < 0.5, else end - (end - start)(1 - w),
+// each computed as one fused multiply-add (one rounding), as PyTorch's CPU kernel does.
 float lerp_fp32(float start, float end, float weight);
 
 // momentum <- lerp(momentum, grad, 1 - beta) unless grad holds a non-finite value; returns the
-// pre-orthogonalization update: lerp(grad, momentum, beta) with Nesterov, else the momentum.
+// pre-orthogonalization update: lerp(grad, momentum, beta) with Nesterov, else the momentum (for
+// a non-finite grad: the momentum the skipped step would have produced, non-finite).
 MatD momentum_and_blend(MatD& momentum, const MatD& grad, const MuonConfig&);
 
 // The whole update of one unsharded matrix (tp = 1). heads > 0 selects per-head NS (heads on

@@ -1,0 +1,315 @@
+// `nsv audit` (issue 6): every bundled config audits in seconds with the published Muon counts;
+// the per-head shares by hand; Qwen2.5-7B at tp 8 with its zero-width attention ranks; the
+// exactness the audit claims is what the simulated strategies deliver; the JSON schema.
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "audit_support.hpp"
+#include "check.hpp"
+#include "nsv/audit.hpp"
+#include "nsv/metrics.hpp"
+#include "nsv/spectra.hpp"
+#include "published_models.hpp"
+
+using nlohmann::json;
+using namespace nsv;
+using namespace nsv::audit_props;
+
+namespace {
+
+const Backend& cpu() {
+  static const auto b = make_cpu_backend();
+  return *b;
+}
+
+AuditOptions options(int tp, std::int64_t grain = 1) {
+  AuditOptions o;
+  o.tp = tp;
+  o.grain = grain;
+  return o;
+}
+
+const ParamAudit& param(const AuditResult& a, const std::string& name) {
+  for (const auto& p : a.params)
+    if (p.param.name == name) return p;
+  throw std::logic_error("no parameter " + name);
+}
+
+const PlanTotals& plan(const AuditResult& a, const std::string& name) {
+  for (const auto& p : a.totals.plans)
+    if (p.name == name) return p;
+  throw std::logic_error("no plan " + name);
+}
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(bundled)
+
+BOOST_AUTO_TEST_CASE(every_bundled_config_audits_in_seconds_with_the_published_counts) {
+  for (const auto& m : kModels) {
+    const ModelConfig model = load_model_config(model_path(m.stem));
+    for (int tp : {1, 2, 3, 4, 8})
+      for (std::int64_t grain : {1, 64}) {
+        BOOST_TEST_CONTEXT(m.stem << " tp " << tp << " grain " << grain) {
+          const auto t0 = std::chrono::steady_clock::now();
+          const AuditResult a = run_audit(model, options(tp, grain));
+          const json j = audit_json(a);
+          const std::string md = audit_markdown(a), text = audit_text(a, true);
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          BOOST_TEST(seconds < 2.0);
+          BOOST_TEST(a.totals.muon_params == m.muon_per_layer * m.layers);
+          BOOST_TEST(a.totals.muon_params_per_layer == m.muon_per_layer);
+          BOOST_TEST(a.totals.total_params == m.total);
+          std::int64_t sum = 0;
+          for (const auto& p : a.params) {
+            std::int64_t along = 0;
+            for (auto w : p.shard_sizes) along += w;
+            BOOST_TEST(along == (p.param.split_axis == 0 ? p.param.rows : p.param.cols));  // shards cover the axis
+            sum += p.param.elements();
+          }
+          BOOST_TEST(sum == m.muon_per_layer);
+          BOOST_TEST(j["totals"]["muon_params"].get<std::int64_t>() == m.muon_per_layer * m.layers);
+          BOOST_TEST(contains(md, "| q_proj |"));
+          BOOST_TEST(!a.recommendation.empty());
+        }
+      }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(llama_3_8b)
+
+BOOST_AUTO_TEST_CASE(per_head_shares_by_hand) {
+  const ModelConfig model = load_model_config(model_path("llama-3-8b"));
+  AuditOptions o = options(8);
+  const AuditResult a = run_audit(model, o);
+  // q 4096x4096, k and v 1024x4096 of 218,103,808 per layer.
+  BOOST_TEST(a.totals.per_head_params == (4096LL * 4096 + 2 * 1024LL * 4096) * 32);
+  BOOST_TEST(a.totals.per_head_exact_fraction_params == 25165824.0 / 218103808.0, boost::test_tools::tolerance(1e-12));
+  // Standard kernel, 5 steps: 5 (4 p^2 q + 2 p^3) with p = min(rows, cols), q = max. In units of
+  // 5 * 1024^3: q and o (p = q = 4096) 6 * 64 = 384 each; k and v (p = 1024, q = 4096)
+  // 4 * 4 + 2 = 18 each; gate, up, down (p = 4096, q = 14336) 4 * 16 * 14 + 2 * 64 = 1024 each.
+  // Per-head share = (384 + 18 + 18) / (2 * 384 + 2 * 18 + 3 * 1024) = 420 / 3876.
+  o.ns.kernel = Kernel::standard;
+  const AuditResult s = run_audit(model, o);
+  BOOST_TEST(s.totals.per_head_exact_fraction_flops == 420.0 / 3876.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(s.totals.ns_flops_whole_per_step == 5ULL * 3876 * 1024 * 1024 * 1024 * 32);
+}
+
+BOOST_AUTO_TEST_CASE(roles_shards_exactness_and_cheapest) {
+  const AuditResult a = run_audit(load_model_config(model_path("llama-3-8b")), options(8));
+  const std::vector<std::int64_t> q_sizes(8, 512), k_sizes(8, 128), mlp_sizes(8, 1792);
+  BOOST_TEST(param(a, "q_proj").shard_sizes == q_sizes, boost::test_tools::per_element());
+  BOOST_TEST(param(a, "k_proj").shard_sizes == k_sizes, boost::test_tools::per_element());
+  BOOST_TEST(param(a, "o_proj").shard_sizes == q_sizes, boost::test_tools::per_element());
+  BOOST_TEST(param(a, "gate_proj").shard_sizes == mlp_sizes, boost::test_tools::per_element());
+  BOOST_TEST((param(a, "down_proj").param.role == Role::row_parallel));
+  for (const auto& p : a.params) {
+    BOOST_TEST_CONTEXT(p.param.name) {
+      const bool attention_rows = p.param.name == "q_proj" || p.param.name == "k_proj" || p.param.name == "v_proj";
+      BOOST_TEST(p.per_head_applies == attention_rows);
+      BOOST_TEST((p.strategy(Strategy::gather).exactness == Exactness::bit_identical));
+      BOOST_TEST((p.strategy(Strategy::owner).exactness == Exactness::bit_identical));
+      BOOST_TEST((p.strategy(Strategy::gram_allreduce).exactness == Exactness::exact_arithmetic));
+      BOOST_TEST((p.strategy(Strategy::gram_restart_allreduce).exactness == Exactness::exact_arithmetic));
+      BOOST_TEST((p.strategy(Strategy::shard).exactness == Exactness::inexact));
+      // The cheapest exact strategy is exact and no exact strategy is cheaper.
+      BOOST_REQUIRE(p.cheapest_exact.has_value());
+      const double best = p.strategy(*p.cheapest_exact).step_share_s;
+      for (Strategy s : {Strategy::gather, Strategy::owner, Strategy::gram_allreduce, Strategy::gram_restart_allreduce})
+        BOOST_TEST(best <= p.strategy(s).step_share_s);
+    }
+  }
+  // Every plan's step time is in the JSON, for the report's step-time-vs-tp figure.
+  const json j = audit_json(a);
+  for (const auto& p : a.totals.plans) {
+    BOOST_TEST(j["totals"]["step_time_s"].contains(p.name));
+    BOOST_TEST(p.step_time_s > 0);
+  }
+  // Doing more than shard costs more than shard.
+  BOOST_TEST(plan(a, "gather").step_time_s > plan(a, "shard").step_time_s);
+  BOOST_TEST(plan(a, "owner").step_time_s > plan(a, "shard").step_time_s);
+  BOOST_TEST(plan(a, "cheapest_bit_identical").step_time_s <= plan(a, "gather").step_time_s);
+}
+
+BOOST_AUTO_TEST_CASE(json_schema) {
+  const json j = audit_json(run_audit(load_model_config(model_path("llama-3-8b")), options(8)));
+  BOOST_TEST(j["schema"] == "nsv.audit/1");
+  BOOST_TEST(j["parameters"].size() == 7u);
+  for (const auto& p : j["parameters"]) {
+    for (const char* key : {"name", "rows", "cols", "role", "shard_sizes", "exact_strategies", "strategies", "cheapest_exact"})
+      BOOST_TEST(p.contains(key), key);
+    for (const auto& e : p["exact_strategies"]) {
+      BOOST_TEST(e.contains("strategy"));
+      BOOST_TEST(e.contains("target"));
+      BOOST_TEST(e.contains("exactness"));
+    }
+    BOOST_TEST(p["strategies"]["gather"]["ranks"].size() == 8u);
+    for (const char* key : {"flops", "bytes_sent", "bytes_received", "messages", "extra_memory_bytes", "time_s"})
+      BOOST_TEST(p["strategies"]["gather"]["ranks"][0].contains(key), key);
+  }
+  for (const char* key : {"muon_params", "per_head_exact_fraction_params", "per_head_exact_fraction_flops", "step_time_s", "plans"})
+    BOOST_TEST(j["totals"].contains(key), key);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(qwen2_5_7b_tp_8)
+
+// KV = 4 < tp = 8: ranks 4..7 hold no attention rows/cols; everything still audits.
+BOOST_AUTO_TEST_CASE(zero_width_attention_ranks_are_handled_and_explained) {
+  const AuditResult a = run_audit(load_model_config(model_path("qwen2.5-7b")), options(8));
+  const std::vector<std::int64_t> q_sizes = {896, 896, 896, 896, 0, 0, 0, 0}, k_sizes = {128, 128, 128, 128, 0, 0, 0, 0},
+                                  mlp_sizes(8, 2368);
+  const std::vector<int> empty_ranks = {4, 5, 6, 7};
+  for (const char* name : {"q_proj", "o_proj"}) BOOST_TEST(param(a, name).shard_sizes == q_sizes, boost::test_tools::per_element());
+  for (const char* name : {"k_proj", "v_proj"}) BOOST_TEST(param(a, name).shard_sizes == k_sizes, boost::test_tools::per_element());
+  for (const char* name : {"gate_proj", "up_proj", "down_proj"}) {
+    BOOST_TEST(param(a, name).shard_sizes == mlp_sizes, boost::test_tools::per_element());
+    BOOST_TEST(param(a, name).zero_width_ranks.empty());
+  }
+  for (const char* name : {"q_proj", "k_proj", "v_proj", "o_proj"})
+    BOOST_TEST(param(a, name).zero_width_ranks == empty_ranks, boost::test_tools::per_element());
+
+  const ParamAudit& q = param(a, "q_proj");
+  BOOST_TEST(q.per_head_applies);  // vacuously on the empty ranks
+  BOOST_TEST(contains(q.per_head_note, "vacuous on ranks 4-7"));
+  for (int r = 4; r < 8; ++r) {
+    BOOST_TEST(q.strategy(Strategy::shard).ranks[r].flops == 0u);
+    BOOST_TEST(q.strategy(Strategy::per_head).ranks[r].flops == 0u);
+    // gather: an empty rank sends nothing and receives the whole matrix in fp32
+    BOOST_TEST(q.strategy(Strategy::gather).ranks[r].bytes_sent == 0u);
+    BOOST_TEST(q.strategy(Strategy::gather).ranks[r].bytes_received == 3584ULL * 3584 * 4);
+    BOOST_TEST(q.strategy(Strategy::owner).ranks[r].messages == 0u);
+  }
+  BOOST_TEST((q.strategy(Strategy::gather).exactness == Exactness::bit_identical));
+  BOOST_TEST((q.strategy(Strategy::owner).exactness == Exactness::bit_identical));
+  bool noted = false;
+  for (const auto& n : a.notes) noted = noted || (contains(n, "ranks 4-7") && contains(n, "zero") && contains(n, "#7259"));
+  BOOST_TEST(noted);
+  bool bias_noted = false;
+  for (const auto& n : a.notes) bias_noted = bias_noted || contains(n, "bias");
+  BOOST_TEST(bias_noted);
+  const std::string text = audit_text(a);
+  BOOST_TEST(contains(text, "[896 x4, 0 x4]"));
+}
+
+BOOST_AUTO_TEST_CASE(measured_on_proxies_with_empty_ranks) {
+  AuditOptions o = options(8);
+  o.measure = true;
+  o.ns.dtype = DType::fp32;
+  o.measure_max_elements = 1 << 17;  // small proxies: this checks the plumbing, not the figures
+  const AuditResult a = run_audit(load_model_config(model_path("qwen2.5-7b")), o);
+  for (const auto& p : a.params) {
+    BOOST_TEST_CONTEXT(p.param.name) {
+      BOOST_REQUIRE(p.divergence.has_value());
+      const auto& d = *p.divergence;
+      BOOST_TEST(d.proxy);
+      BOOST_TEST(d.proxy_exact_ratio);
+      BOOST_TEST(d.rows * d.cols <= o.measure_max_elements);
+      BOOST_TEST(p.param.rows * d.cols == p.param.cols * d.rows);  // same aspect ratio
+      BOOST_TEST(d.rel_diff_mean > 0.1);                            // the shard path diverges (S6)
+      for (int r : p.zero_width_ranks) {
+        BOOST_TEST(d.shard_sizes[static_cast<std::size_t>(r)] == 0);
+        BOOST_TEST(d.rank_rel_diff[static_cast<std::size_t>(r)] == 0.0);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(proxies)
+
+// Lengths with no common divisor (a prime intermediate size) get a rounded proxy, marked as such.
+BOOST_AUTO_TEST_CASE(awkward_lengths_get_an_approximate_proxy) {
+  json cfg = {{"model_type", "llama"}, {"hidden_size", 4100}, {"num_attention_heads", 41}, {"intermediate_size", 11003},
+              {"num_hidden_layers", 1}, {"vocab_size", 10}};
+  const ModelConfig model = parse_model_config(cfg, "awkward.json");
+  const MuonParam gate = llama_layer_params(model.dims)[4];
+  NsConfig ns;
+  ns.dtype = DType::fp32;
+  const ShardDivergence d = measure_shard_divergence(gate, 4, 1, ns, 1 << 16, 0, cpu());
+  BOOST_TEST(d.proxy);
+  BOOST_TEST(!d.proxy_exact_ratio);
+  BOOST_TEST(d.rows * d.cols <= (1 << 16));
+  const double ratio = double(d.rows) / double(d.cols), real = 11003.0 / 4100.0;
+  BOOST_TEST(std::abs(ratio / real - 1) < 0.05);
+  BOOST_TEST(d.rel_diff_mean > 0.1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(claims_match_the_simulation)
+
+// What the audit says is exact is what run_strategy delivers on the real shard layout: for a
+// small GQA model (64 hidden, 8 heads of 8, 2 KV groups) at tp 1..8 (zero-width ranks from tp 3),
+// every strategy the audit calls bit_identical reproduces its target bit for bit, and `shard`
+// differs exactly when the audit calls it inexact.
+BOOST_AUTO_TEST_CASE(bit_identical_claims_hold) {
+  json cfg = {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 64}, {"num_attention_heads", 8},
+              {"num_key_value_heads", 2}, {"intermediate_size", 96}, {"num_hidden_layers", 2}, {"vocab_size", 100}};
+  const ModelConfig model = parse_model_config(cfg, "small-gqa.json");
+  int checked = 0;
+  for (int tp = 1; tp <= 8; ++tp) {
+    AuditOptions o = options(tp);
+    o.ns.dtype = DType::fp32;
+    const AuditResult a = run_audit(model, o);
+    for (const auto& p : a.params) {
+      const MatD g = gaussian_matrix(p.param.rows, p.param.cols, 17 + static_cast<std::uint64_t>(tp));
+      const std::int64_t head_dim = p.param.heads_on_rows() ? p.param.head_dim : 0;
+      for (const auto& st : p.strategies) {
+        if (!st.applicable) continue;
+        BOOST_TEST_CONTEXT(p.param.name << " tp " << tp << " " << strategy_name(st.strategy)) {
+          const StrategyRun run = run_strategy(st.strategy, cpu(), shard_matrix(g, p.layout, head_dim), o.ns);
+          const MatD target = target_result(st.target, cpu(), g, head_dim, o.ns);
+          const Comparison c = compare_with_target(run, target, p.layout);
+          if (st.exactness == Exactness::bit_identical) BOOST_TEST(c.bit_identical);
+          if (st.exactness == Exactness::inexact) BOOST_TEST(c.rel_diff_max > 0.01);
+          if (st.exactness == Exactness::exact_arithmetic) BOOST_TEST(c.rel_diff_max < 1e-4);
+          // The plan behind the audit's costs is the simulation's ledger.
+          for (std::size_t r = 0; r < run.ledger.ranks.size(); ++r) {
+            BOOST_TEST(st.ranks[r].bytes_sent == run.ledger.ranks[r].bytes_sent);
+            BOOST_TEST(st.ranks[r].messages == run.ledger.ranks[r].messages);
+            BOOST_TEST(st.ranks[r].flops == run.flops[r]);
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE(checked << " (matrix, tp, strategy) claims checked against the simulation");
+}
+
+// A single KV group (MQA) puts all of q/k/v/o on rank 0: then `shard` is the whole matrix, the
+// audit says so, and the measurement agrees (divergence exactly 0).
+BOOST_AUTO_TEST_CASE(one_kv_group_makes_shard_exact) {
+  json cfg = {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 64}, {"num_attention_heads", 4},
+              {"num_key_value_heads", 1}, {"intermediate_size", 128}, {"num_hidden_layers", 1}, {"vocab_size", 10}};
+  AuditOptions o = options(4);
+  o.measure = true;
+  o.ns.dtype = DType::fp32;
+  const AuditResult a = run_audit(parse_model_config(cfg, "mqa.json"), o);
+  for (const char* name : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+    const ParamAudit& p = param(a, name);
+    BOOST_TEST((p.strategy(Strategy::shard).exactness == Exactness::bit_identical), name);
+    BOOST_TEST(p.divergence->rel_diff_max == 0.0, name);
+  }
+  BOOST_TEST((param(a, "gate_proj").strategy(Strategy::shard).exactness == Exactness::inexact));
+}
+
+BOOST_AUTO_TEST_CASE(tp_1_everything_is_the_kernel) {
+  const AuditResult a = run_audit(load_model_config(model_path("tiny-llama")), options(1));
+  for (const auto& p : a.params)
+    for (const auto& s : p.strategies)
+      if (s.applicable) BOOST_TEST((s.exactness == Exactness::bit_identical), p.param.name << " " << strategy_name(s.strategy));
+  BOOST_TEST(plan(a, "shard").exactness == "bit_identical");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

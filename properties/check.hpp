@@ -1,0 +1,115 @@
+#pragma once
+// How properties are declared and how they assert.
+//
+// NSV_PROPERTY(name, (args)) declares a RapidCheck property as a Boost test case, like
+// RapidCheck's RC_BOOST_PROP, and also adds its successful cases to the run's tally (printed at
+// the end by the global fixture in harness.cpp). A failure reports RapidCheck's shrunk
+// counterexample through BOOST_FAIL; RapidCheck prints its seed when it starts and a
+// RC_PARAMS="reproduce=..." line at exit, which replays exactly the failing case.
+//
+// Inside a property use RC_ASSERT / RC_FAIL and the helpers below, never BOOST_CHECK: a Boost
+// assertion would not make RapidCheck shrink.
+#include <rapidcheck.h>
+
+#include <boost/test/unit_test.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "nsv/dtype.hpp"
+#include "nsv/matrix.hpp"
+#include "nsv/metrics.hpp"
+
+namespace nsv::props {
+
+struct Tally {
+  int properties = 0;
+  long cases = 0;
+  int quantified = 0;                          // plain tests that measure and report a figure
+  std::map<std::string, double> worst_ratio;   // per bounded property: max measured / bound
+};
+Tally& tally();  // harness.cpp
+
+// Remembers how much of its tolerance a bounded property used (printed at the end of the run:
+// the margin each derived bound leaves).
+inline void record_ratio(double measured, double bound) {
+  if (!(bound > 0) || !std::isfinite(measured)) return;
+  const std::string name = boost::unit_test::framework::current_test_case().p_name;
+  double& worst = tally().worst_ratio[name];
+  worst = std::max(worst, measured / bound);
+}
+
+template <class Testable>
+void check_property(Testable&& testable) {
+  const auto& test_case = boost::unit_test::framework::current_test_case();
+  rc::detail::TestMetadata metadata;
+  metadata.id = test_case.full_name();
+  metadata.description = test_case.p_name;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = rc::detail::checkTestable(std::forward<Testable>(testable), metadata);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (result.template is<rc::detail::SuccessResult>()) {
+    const auto success = result.template get<rc::detail::SuccessResult>();
+    ++tally().properties;
+    tally().cases += success.numSuccess;
+    std::ostringstream distribution;
+    if (!success.distribution.empty()) rc::detail::printResultMessage(result, distribution);
+    BOOST_TEST_MESSAGE(metadata.id << ": " << success.numSuccess << " cases passed in " << seconds << " s" << distribution.str());
+    BOOST_CHECK(success.numSuccess > 0);
+  } else {
+    std::ostringstream message;
+    message << '\n';
+    rc::detail::printResultMessage(result, message);
+    BOOST_FAIL(message.str());
+  }
+}
+
+// Formats a value as hexfloat (exact) and decimal (readable).
+inline std::string exact(double v) {
+  std::ostringstream s;
+  s << std::hexfloat << v << std::defaultfloat << " (" << std::setprecision(9) << v << ")";
+  return s.str();
+}
+
+// Logs a matrix to RapidCheck's per-case log, exactly, if it is small enough to read.
+inline void log_matrix(const std::string& name, const MatD& m) {
+  if (m.size() > 64) {
+    RC_LOG() << name << ": " << m.rows() << "x" << m.cols() << " (too large to print)\n";
+    return;
+  }
+  RC_LOG() << name << " " << m.rows() << "x" << m.cols() << " (hexfloat, row-major):";
+  for (Eigen::Index i = 0; i < m.size(); ++i) RC_LOG() << ' ' << std::hexfloat << m.data()[i];
+  RC_LOG() << std::defaultfloat << '\n';
+}
+
+}  // namespace nsv::props
+
+#define NSV_PROPERTY(Name, ArgList)                                                  \
+  void nsv_property_##Name ArgList;                                                  \
+  BOOST_AUTO_TEST_CASE(Name) { ::nsv::props::check_property(&nsv_property_##Name); } \
+  void nsv_property_##Name ArgList
+
+// Exact claim: every element has the same bits. On failure: how many differ, the worst one
+// (largest ULP distance in `dtype`), its index and both values in hexfloat.
+#define RC_ASSERT_BIT_IDENTICAL(a, b, dtype)                                                              \
+  do {                                                                                                    \
+    const ::nsv::ElementDiff nsv_diff_ = ::nsv::compare_bits((a), (b), (dtype));                         \
+    if (!nsv_diff_.identical)                                                                             \
+      RC_FAIL(std::string(#a " and " #b " are not bit-identical (ulps in ") +                            \
+              std::string(::nsv::dtype_name(dtype)) + "): " + nsv_diff_.describe());                      \
+  } while (false)
+
+// Bounded claim: `measured <= bound`, false for NaN. On failure: both figures exactly, and the
+// derivation of the bound.
+#define RC_ASSERT_WITHIN(measured, bound, derivation)                                                     \
+  do {                                                                                                    \
+    const double nsv_measured_ = (measured), nsv_bound_ = (bound);                                        \
+    ::nsv::props::record_ratio(nsv_measured_, nsv_bound_);                                                \
+    if (!(nsv_measured_ <= nsv_bound_))                                                                   \
+      RC_FAIL(std::string(#measured " = ") + ::nsv::props::exact(nsv_measured_) + " exceeds " #bound " = " + \
+              ::nsv::props::exact(nsv_bound_) + "; bound: " + std::string(derivation));                  \
+  } while (false)

@@ -1,0 +1,463 @@
+// Properties of the foundations the kernel properties stand on: dtype rounding and ULP
+// distance, .npy I/O, and the generators themselves.
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cfenv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "check.hpp"
+#include "generators.hpp"
+#include "nsv/npy.hpp"
+#include "oracle.hpp"
+
+namespace nsv::props {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Round to nearest, ties to even, onto a binary format with p significand bits (implicit bit
+// included), smallest normal exponent emin and largest finite value max_finite, computed in
+// double arithmetic. An implementation independent of Eigen's bit manipulation: x / quantum is
+// exact (a power-of-two scaling), std::nearbyint rounds it to an integer with ties to even.
+double reference_round(double x, int p, int emin, double max_finite) {
+  if (std::isnan(x) || std::isinf(x) || x == 0.0) return x;
+  int e2 = 0;
+  std::frexp(x, &e2);                    // |x| = f 2^e2, f in [0.5, 1): leading bit 2^(e2-1)
+  const int e = std::max(e2 - 1, emin);  // below the normal range the quantum stays fixed
+  const double quantum = std::ldexp(1.0, e - (p - 1));
+  const double r = std::nearbyint(x / quantum) * quantum;
+  if (std::abs(r) > max_finite) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  return r == 0.0 ? std::copysign(0.0, x) : r;
+}
+double reference_round(DType d, double x) {
+  switch (d) {
+    case DType::bf16: return reference_round(x, 8, -126, 0x1.fep127);
+    case DType::fp16: return reference_round(x, 11, -14, 65504.0);
+    case DType::fp32: return reference_round(x, 24, -126, static_cast<double>(std::numeric_limits<float>::max()));
+    case DType::fp64: return x;
+  }
+  return x;
+}
+
+bool same_bits_or_both_nan(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
+FloatKnobs<float> every_float() {
+  FloatKnobs<float> k;
+  k.allow_nan = k.allow_inf = k.allow_subnormal = true;
+  return k;
+}
+
+// A folder of this process's own for the files the tests write; removed at exit.
+fs::path scratch_dir() {
+  static const fs::path dir = fs::temp_directory_path() / ("nsv_foundation_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+struct ScratchCleanup {
+  ~ScratchCleanup() {
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / ("nsv_foundation_" + std::to_string(::getpid())), ec);
+  }
+} const scratch_cleanup;
+
+// A .npy file from its parts, for malformed inputs.
+std::string npy_bytes(const std::string& header_dict, const std::string& data, int version = 1) {
+  std::string header = header_dict;
+  const std::size_t prefix = version == 1 ? 10 : 12;
+  header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
+  header.push_back('\n');
+  std::string out("\x93NUMPY", 6);
+  out.push_back(static_cast<char>(version));
+  out.push_back('\0');
+  if (version == 1) {
+    out.push_back(static_cast<char>(header.size() & 0xff));
+    out.push_back(static_cast<char>(header.size() >> 8));
+  } else {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  }
+  return out + header + data;
+}
+
+std::string float_data(std::size_t count) { return std::string(count * 4, '\0'); }
+
+fs::path write_raw(const std::string& name, const std::string& bytes) {
+  const fs::path p = scratch_dir() / name;
+  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return p;
+}
+
+// read_npy must throw std::runtime_error naming the file and saying what is wrong.
+void expect_refused(const fs::path& p, const std::string& phrase) {
+  try {
+    read_npy(p.string());
+    BOOST_ERROR(p.filename() << " was accepted; expected an error mentioning '" << phrase << "'");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(p.filename() << ": " << what);
+    BOOST_CHECK_MESSAGE(what.find(p.string()) != std::string::npos, "message does not name the file: " << what);
+    BOOST_CHECK_MESSAGE(what.find(phrase) != std::string::npos, "message lacks '" << phrase << "': " << what);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(rounding)
+
+// [exact] Rounding a float to bf16 / fp16 (Eigen's conversions, used by every kernel) equals the
+// independent arithmetic reference above for every float, NaN, infinities and subnormals
+// included; NaN stays NaN and the sign of zero is kept.
+NSV_PROPERTY(rounding_to_16_bit_formats_matches_an_independent_reference, ()) {
+  const float x = *floats<float>(every_float());
+  const DType d = *rc::gen::element(DType::bf16, DType::fp16, DType::fp32);
+  const double got = round_to(d, static_cast<double>(x));
+  const double want = reference_round(d, static_cast<double>(x));
+  RC_LOG() << "x = " << exact(x) << " in " << dtype_name(d) << ": got " << exact(got) << ", want " << exact(want) << '\n';
+  RC_ASSERT(same_bits_or_both_nan(got, want));
+}
+
+// [exact] Edge values, one by one (the property above samples them; these pin them).
+BOOST_AUTO_TEST_CASE(rounding_edge_values) {
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    DType d;
+    double in, out;
+    const char* why;
+  };
+  const Case cases[] = {
+      {DType::bf16, 1 + 0x1p-8, 1.0, "tie between 1 and 1+2^-7 goes to the even 1"},
+      {DType::bf16, 1 + 3 * 0x1p-8, 1 + 0x1p-6, "tie between 1+2^-7 and 1+2^-6 goes to the even 1+2^-6"},
+      {DType::bf16, 0x1p-133, 0x1p-133, "the smallest bf16 subnormal is kept"},
+      {DType::bf16, 0x1p-134, 0.0, "half the smallest subnormal ties to the even 0"},
+      {DType::bf16, 1.5 * 0x1p-134, 0x1p-133, "above the tie rounds up to the smallest subnormal"},
+      {DType::bf16, 0x1.fep127, 0x1.fep127, "the largest bf16 is kept"},
+      {DType::bf16, 0x1.ffp127, inf, "max + half an ULP ties to even, which is 2^128: overflow to Inf"},
+      {DType::bf16, 0x1.fefffep127, 0x1.fep127, "just below that tie stays finite"},
+      {DType::bf16, -0.0, -0.0, "-0 keeps its sign"},
+      {DType::fp16, 2049.0, 2048.0, "tie between 2048 and 2050 goes to the even 2048"},
+      {DType::fp16, 2051.0, 2052.0, "tie between 2050 and 2052 goes to the even 2052"},
+      {DType::fp16, 65504.0, 65504.0, "the largest fp16 is kept"},
+      {DType::fp16, 65519.0, 65504.0, "below max + half an ULP stays finite"},
+      {DType::fp16, 65520.0, inf, "max + half an ULP ties to even: overflow to Inf"},
+      {DType::fp16, -65520.0, -inf, "and to -Inf on the negative side"},
+      {DType::fp16, 0x1p-24, 0x1p-24, "the smallest fp16 subnormal is kept"},
+      {DType::fp16, 0x1p-25, 0.0, "half of it ties to the even 0"},
+      {DType::fp16, -0x1p-25, -0.0, "a negative underflow gives -0"},
+      {DType::fp16, 3 * 0x1p-26, 0x1p-24, "above the tie rounds up"},
+      {DType::fp16, 0x1.ff8p-15, 0x1.ff8p-15, "the largest fp16 subnormal is kept"},
+      {DType::fp16, 0x1.ffcp-15, 0x1p-14, "the tie above it goes to the even smallest normal"},
+  };
+  for (const Case& c : cases) {
+    const double got = round_to(c.d, c.in);
+    BOOST_CHECK_MESSAGE(same_bits_or_both_nan(got, c.out),
+                        dtype_name(c.d) << " " << exact(c.in) << " -> " << exact(got) << ", want " << exact(c.out) << ": " << c.why);
+  }
+  for (const DType d : {DType::bf16, DType::fp16, DType::fp32}) {
+    for (const float nan : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::signaling_NaN()})
+      BOOST_CHECK_MESSAGE(std::isnan(round_to(d, nan)), "NaN must stay NaN in " << dtype_name(d));
+    BOOST_CHECK(std::signbit(round_to(d, -0.0)) && round_to(d, -0.0) == 0.0);
+  }
+}
+
+// [exact] ulp_distance is numpy's nulp_diff: the distance of the two values' positions on the
+// format's integer line, where -0 and +0 coincide. Adjacent values are 1 apart...
+NSV_PROPERTY(adjacent_floats_are_one_ulp_apart, ()) {
+  FloatKnobs<float> knobs;
+  knobs.allow_subnormal = true;
+  knobs.min_magnitude = 0;
+  const float a = *floats<float>(knobs);
+  const float b = std::nextafter(a, std::numeric_limits<float>::infinity());
+  RC_ASSERT(ulp_distance(DType::fp32, a, b) == 1u);
+  RC_ASSERT(ulp_distance(DType::fp32, b, a) == 1u);
+  RC_ASSERT(ulp_distance(DType::fp32, a, a) == 0u);
+}
+
+// ... and the line is monotone: for a <= b <= c, d(a, c) = d(a, b) + d(b, c), in every dtype.
+NSV_PROPERTY(ulp_distance_is_additive_along_the_line, ()) {
+  FloatKnobs<float> knobs;
+  knobs.allow_subnormal = true;
+  knobs.allow_inf = true;
+  auto v = floats<float>(knobs);
+  const DType d = *dtypes();
+  std::array<double, 3> x{round_to(d, double{*v}), round_to(d, double{*v}), round_to(d, double{*v})};
+  std::sort(x.begin(), x.end());
+  RC_ASSERT(ulp_distance(d, x[0], x[2]) == ulp_distance(d, x[0], x[1]) + ulp_distance(d, x[1], x[2]));
+}
+
+BOOST_AUTO_TEST_CASE(ulp_distance_edge_values) {
+  const float denorm = std::numeric_limits<float>::denorm_min(), fmax = std::numeric_limits<float>::max();
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp32, -0.0, 0.0), 0u);
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp32, -denorm, denorm), 2u);
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp32, fmax, std::numeric_limits<double>::infinity()), 1u);
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp32, 1.0, 2.0), 1u << 23);
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp64, 1.0, 1.0 + 0x1p-52), 1u);
+  BOOST_CHECK_EQUAL(ulp_distance(DType::bf16, 1.0, 1.0 + 0x1p-7), 1u);
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp16, 1.0, 1.0 + 0x1p-10), 1u);
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp16, -1.0, 1.0), 2u * 0x3C00u);
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp32, std::nan(""), 1.0), std::numeric_limits<std::uint64_t>::max());
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp32, 1.0, std::nan("")), std::numeric_limits<std::uint64_t>::max());
+}
+
+// The comparator sees the sign of zero (different bits), at a distance of 0 ulps.
+BOOST_AUTO_TEST_CASE(bit_comparison_distinguishes_the_sign_of_zero) {
+  MatD a = MatD::Zero(1, 2), b = a;
+  b(0, 1) = -0.0;
+  const ElementDiff d = compare_bits(a, b, DType::fp32);
+  BOOST_CHECK(!d.identical);
+  BOOST_CHECK_EQUAL(d.mismatches, 1);
+  BOOST_CHECK_EQUAL(d.ulps, 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(npy_io)
+
+// [exact] float64 files keep every double; float32 files keep every float32 value; both 2-D and
+// 3-D, NaN, infinities and subnormals included.
+NSV_PROPERTY(npy_round_trip_keeps_every_bit, ()) {
+  const bool float64 = *rc::gen::arbitrary<bool>();
+  const bool three_d = *rc::gen::arbitrary<bool>();
+  const auto rows = *rc::gen::inRange<Eigen::Index>(1, 9), cols = *rc::gen::inRange<Eigen::Index>(1, 9);
+  const auto count = three_d ? *rc::gen::inRange(1, 5) : 1;
+  FloatKnobs<double> knobs;
+  knobs.allow_nan = knobs.allow_inf = knobs.allow_subnormal = true;
+  Batch batch;
+  for (int b = 0; b < count; ++b) {
+    MatD m(rows, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i) {
+      const double v = *floats<double>(knobs);
+      m.data()[i] = float64 ? v : static_cast<double>(static_cast<float>(v));
+    }
+    batch.push_back(m);
+  }
+  const std::string path = (scratch_dir() / "round_trip.npy").string();
+  if (three_d) write_npy(path, batch, float64);
+  else write_npy(path, batch[0], float64);
+  const NpyArray back = read_npy(path);
+  RC_ASSERT(back.float64 == float64);
+  RC_ASSERT(back.shape.size() == (three_d ? 3u : 2u));
+  const Batch got = back.batch();
+  RC_ASSERT(got.size() == batch.size());
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    RC_ASSERT(got[b].rows() == rows && got[b].cols() == cols);
+    for (Eigen::Index i = 0; i < rows * cols; ++i)
+      RC_ASSERT(same_bits_or_both_nan(got[b].data()[i], batch[b].data()[i]));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(malformed_files_are_refused_with_a_reason) {
+  const std::string ok2 = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  expect_refused(write_raw("not_npy.npy", "hello, this is text"), "not a .npy file");
+  expect_refused(write_raw("empty.npy", ""), "not a .npy file");
+  expect_refused(write_raw("truncated_header.npy", npy_bytes(ok2, float_data(6)).substr(0, 30)), "truncated header");
+  expect_refused(write_raw("truncated_data.npy", npy_bytes(ok2, float_data(5))), "truncated data");
+  expect_refused(write_raw("trailing.npy", npy_bytes(ok2, float_data(6) + "x")), "trailing bytes");
+  expect_refused(write_raw("fortran.npy", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", float_data(6))),
+                 "Fortran-order");
+  expect_refused(write_raw("int32.npy", npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", float_data(6))),
+                 "not supported");
+  expect_refused(write_raw("big_endian.npy", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", float_data(6))),
+                 "not supported");
+  expect_refused(write_raw("half.npy", npy_bytes("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", float_data(3))),
+                 "not supported");
+  expect_refused(write_raw("one_d.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", float_data(6))),
+                 "2-D");
+  expect_refused(write_raw("four_d.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 2, 3), }", float_data(6))),
+                 "2-D");
+  expect_refused(write_raw("empty_dim.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", "")), "empty");
+  expect_refused(write_raw("no_shape.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, }", float_data(6))), "malformed header");
+  expect_refused(write_raw("version9.npy", npy_bytes(ok2, float_data(6), 9)), "version");
+  expect_refused(scratch_dir() / "does_not_exist.npy", "cannot open");
+  // version 2.0 (4-byte header length) is read like 1.0
+  const NpyArray v2 = read_npy(write_raw("version2.npy", npy_bytes(ok2, float_data(6), 2)).string());
+  BOOST_CHECK_EQUAL(v2.shape.size(), 2u);
+}
+
+// write_npy never leaves a partial file: into a folder that does not exist it throws and creates
+// nothing (no folder, no temporary), and a successful write leaves no temporary behind.
+BOOST_AUTO_TEST_CASE(failed_writes_leave_nothing_behind) {
+  const fs::path missing = scratch_dir() / "no_such_folder";
+  const fs::path target = missing / "out.npy";
+  BOOST_CHECK_THROW(write_npy(target.string(), MatD::Ones(2, 2), true), std::runtime_error);
+  BOOST_CHECK(!fs::exists(missing));
+  const fs::path good = scratch_dir() / "good.npy";
+  write_npy(good.string(), MatD::Ones(2, 2), false);
+  write_npy(good.string(), MatD::Zero(3, 2), false);  // replaces the file whole
+  BOOST_CHECK_EQUAL(read_npy(good.string()).shape[0], 3);
+  for (const auto& entry : fs::directory_iterator(scratch_dir()))
+    BOOST_CHECK_MESSAGE(entry.path().filename().string().find("nsv-tmp") == std::string::npos,
+                        "temporary left behind: " << entry.path());
+  BOOST_CHECK_THROW(write_npy((scratch_dir() / "ragged.npy").string(), Batch{MatD::Ones(2, 2), MatD::Ones(3, 2)}, false),
+                    std::runtime_error);
+  BOOST_CHECK(!fs::exists(scratch_dir() / "ragged.npy"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(generators)
+
+// [exact] floats<T> honours its knobs: no NaN, Inf or subnormal unless allowed, finite values in
+// [min_magnitude, max_magnitude]; knobs that contradict each other throw (from validate() and
+// from floats()).
+NSV_PROPERTY(floats_honour_their_knobs_or_refuse_contradictions, ()) {
+  FloatKnobs<double> k;
+  k.allow_nan = *rc::gen::arbitrary<bool>();
+  k.allow_inf = *rc::gen::arbitrary<bool>();
+  k.allow_subnormal = *rc::gen::arbitrary<bool>();
+  const std::vector<double> bounds{0.0, 0x1p-1074, 1e-310, 1e-300, 1e-3, 1.0, 1e10, std::numeric_limits<double>::max()};
+  k.min_magnitude = *rc::gen::elementOf(bounds);
+  k.max_magnitude = *rc::gen::elementOf(bounds);
+  bool valid = true;
+  try {
+    k.validate();
+  } catch (const std::invalid_argument&) {
+    valid = false;
+  }
+  RC_CLASSIFY(valid, "valid knobs");
+  if (!valid) {
+    RC_ASSERT_THROWS_AS(floats<double>(k), std::invalid_argument);
+    return;
+  }
+  const auto gen = floats<double>(k);
+  for (int i = 0; i < 20; ++i) {
+    const double v = *gen;
+    if (std::isnan(v)) {
+      RC_ASSERT(k.allow_nan);
+      continue;
+    }
+    if (std::isinf(v)) {
+      RC_ASSERT(k.allow_inf);
+      continue;
+    }
+    RC_ASSERT(std::abs(v) >= k.min_magnitude);
+    RC_ASSERT(std::abs(v) <= k.max_magnitude);
+    RC_ASSERT(k.allow_subnormal || std::abs(v) == 0.0 || std::abs(v) >= std::numeric_limits<double>::min());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(contradictory_float_knobs_throw) {
+  auto knobs = [](auto edit) {
+    FloatKnobs<float> k;
+    edit(k);
+    return k;
+  };
+  using K = FloatKnobs<float>;
+  const float fmin = std::numeric_limits<float>::min();
+  BOOST_CHECK_THROW(floats<float>(knobs([](K& k) { k.min_magnitude = 2, k.max_magnitude = 1; })), std::invalid_argument);
+  BOOST_CHECK_THROW(floats<float>(knobs([](K& k) { k.min_magnitude = -1; })), std::invalid_argument);
+  BOOST_CHECK_THROW(floats<float>(knobs([](K& k) { k.max_magnitude = std::nanf(""); })), std::invalid_argument);
+  BOOST_CHECK_THROW(floats<float>(knobs([](K& k) { k.max_magnitude = INFINITY; })), std::invalid_argument);
+  BOOST_CHECK_THROW(floats<float>(knobs([&](K& k) { k.min_magnitude = fmin / 4; })), std::invalid_argument);
+  BOOST_CHECK_THROW(floats<float>(knobs([&](K& k) { k.allow_subnormal = true, k.min_magnitude = 1; })), std::invalid_argument);
+  BOOST_CHECK_NO_THROW(floats<float>(knobs([&](K& k) { k.allow_subnormal = true, k.max_magnitude = fmin; })));
+}
+
+// [quantified] With every knob open, 400 draws reach each kind of IEEE value.
+BOOST_AUTO_TEST_CASE(open_knobs_reach_every_kind_of_value) {
+  ++tally().quantified;
+  int nan = 0, pos_inf = 0, neg_inf = 0, subnormal = 0, zero = 0, normal = 0;
+  const auto gen = floats<float>(every_float());
+  for (int seed = 0; seed < 400; ++seed) {
+    const float v = sample(gen, seed);
+    nan += std::isnan(v);
+    pos_inf += v == INFINITY;
+    neg_inf += v == -INFINITY;
+    subnormal += std::fpclassify(v) == FP_SUBNORMAL;
+    zero += v == 0.0f;
+    normal += std::isnormal(v);
+  }
+  BOOST_TEST_MESSAGE("floats<float>, every knob open, 400 draws: NaN " << nan << ", +Inf " << pos_inf << ", -Inf " << neg_inf
+                                                                        << ", subnormal " << subnormal << ", zero " << zero
+                                                                        << ", normal " << normal);
+  for (const int count : {nan, pos_inf, neg_inf, subnormal, zero, normal}) BOOST_CHECK_GT(count, 0);
+}
+
+// [bounded] The gaussian grid: the inverse CDF inverts the CDF to 1e-13 relative, and 20000
+// draws have mean 0 +- 0.03 and variance 1 +- 0.05 (5 standard errors).
+BOOST_AUTO_TEST_CASE(gaussian_values_are_standard_normal) {
+  ++tally().quantified;
+  for (const double p : {1e-7, 1e-3, 0.02425, 0.2, 0.5, 0.8, 0.97575, 1 - 1e-7}) {
+    const double back = 0.5 * std::erfc(-inverse_normal_cdf(p) / std::sqrt(2.0));
+    BOOST_CHECK_SMALL((back - p) / std::min(p, 1 - p), 1e-13);
+  }
+  BOOST_CHECK_EQUAL(gaussian_from_grid(0), 0.0);
+  const std::vector<double> z = sample(gaussians(20000), 1);
+  double mean = 0, var = 0;
+  for (double v : z) mean += v;
+  mean /= static_cast<double>(z.size());
+  for (double v : z) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(z.size() - 1);
+  BOOST_TEST_MESSAGE("20000 gaussian draws: mean " << mean << ", variance " << var);
+  BOOST_CHECK_SMALL(mean, 0.03);
+  BOOST_CHECK_SMALL(var - 1.0, 0.05);
+}
+
+// [exact] Shapes are what their kind says, within [1, max].
+NSV_PROPERTY(shapes_match_their_kind, ()) {
+  const Shape s = *shapes();
+  RC_ASSERT(s.rows >= 1 && s.cols >= 1 && s.rows <= max_dim() && s.cols <= max_dim());
+  switch (s.kind) {
+    case ShapeKind::square: RC_ASSERT(s.rows == s.cols); break;
+    case ShapeKind::wide: RC_ASSERT(s.rows < s.cols); break;
+    case ShapeKind::tall: RC_ASSERT(s.rows > s.cols); break;
+    case ShapeKind::extreme_wide: RC_ASSERT(s.rows <= 3 && s.cols >= 8 * s.rows); break;
+    case ShapeKind::extreme_tall: RC_ASSERT(s.cols <= 3 && s.rows >= 8 * s.cols); break;
+    case ShapeKind::row_vector: RC_ASSERT(s.rows == 1); break;
+    case ShapeKind::column_vector: RC_ASSERT(s.cols == 1); break;
+  }
+  RC_TAG(shape_kind_name(s.kind));
+}
+
+// [bounded] Matrices have the spectra they are made for. Values are float32 (exactly);
+// integer-valued ones are integers in [-8, 8] times 2^scale; a rank-r matrix has r singular
+// values above the float32 rounding floor (sqrt(mn) u32 of the largest); power-law and
+// ill-conditioned ones have sigma_i / sigma_0 as designed, to 1e-3 relative where sigma_i is
+// above 1e3 times that floor.
+NSV_PROPERTY(matrices_have_their_spectrum, ()) {
+  const TestMatrix m = *matrices();
+  const MatD& g = m.values;
+  RC_TAG(spectrum_kind_name(m.spectrum.kind));
+  for (Eigen::Index i = 0; i < g.size(); ++i) RC_ASSERT(static_cast<double>(static_cast<float>(g.data()[i])) == g.data()[i]);
+  if (m.spectrum.kind == SpectrumKind::integer_valued) {
+    const double unit = std::ldexp(1.0, m.spectrum.scale_exponent);
+    for (Eigen::Index i = 0; i < g.size(); ++i) {
+      const double k = g.data()[i] / unit;
+      RC_ASSERT(k == std::round(k) && std::abs(k) <= 8);
+    }
+    return;
+  }
+  const Eigen::VectorXd s = accurate_singular_values(g);
+  if (s.size() == 0 || s(0) == 0) return;
+  const double floor = std::sqrt(static_cast<double>(g.size())) * unit_roundoff(DType::fp32) * s(0);
+  const Eigen::Index p = s.size();
+  switch (m.spectrum.kind) {
+    case SpectrumKind::low_rank: {
+      const Eigen::Index r = std::min<Eigen::Index>(m.spectrum.rank, p);
+      for (Eigen::Index i = r; i < p; ++i) RC_ASSERT(s(i) <= 4 * floor);
+      break;
+    }
+    case SpectrumKind::power_law:
+    case SpectrumKind::ill_conditioned:
+      for (Eigen::Index i = 0; i < p; ++i) {
+        const double designed = m.spectrum.kind == SpectrumKind::power_law
+                                    ? std::pow(static_cast<double>(i + 1), -m.spectrum.alpha)
+                                    : std::pow(10.0, -m.spectrum.log10_condition * (p == 1 ? 0.0 : static_cast<double>(i) / static_cast<double>(p - 1)));
+        if (designed * s(0) > 1e3 * floor) RC_ASSERT(std::abs(s(i) / s(0) - designed) <= 1e-3 * designed);
+      }
+      break;
+    default: break;
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace nsv::props

@@ -1,0 +1,271 @@
+#pragma once
+// The float64 oracles the bounded properties measure against, and the scalar theory of NS.
+//
+// The kernel in float64 is the oracle for every narrower dtype: its own rounding (u = 2^-53) is
+// 10^8 times below fp32's, so the difference between a dtype's result and the float64 result on
+// the same input is that dtype's own error (the "kernel's own error" the tolerances scale).
+#include <Eigen/Core>
+#include <Eigen/SVD>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "nsv/backend.hpp"
+#include "nsv/kernels.hpp"
+#include "nsv/metrics.hpp"
+
+namespace nsv::props {
+
+inline const Backend& cpu() {
+  static const std::unique_ptr<Backend> backend = make_cpu_backend();
+  return *backend;
+}
+
+inline MatD ns(const MatD& g, const NsConfig& cfg) { return newton_schulz(cpu(), g, cfg); }
+
+inline NsConfig with_dtype(NsConfig cfg, DType d) {
+  cfg.dtype = d;
+  if (d == DType::fp64) cfg.accumulate = Accumulate::fp32;  // fp64 accumulates in fp64
+  return cfg;
+}
+inline NsConfig with_kernel(NsConfig cfg, Kernel k) {
+  cfg.kernel = k;
+  return cfg;
+}
+inline NsConfig oracle_config(const NsConfig& cfg) { return with_dtype(cfg, DType::fp64); }
+
+// rel_diff(NS_dtype(g), NS_fp64(g)): how far the configured computation is from its own map.
+inline double own_error(const MatD& g, const NsConfig& cfg) { return rel_diff(ns(g, cfg), ns(g, oracle_config(cfg))); }
+
+// The scalar map NS applies to each normalized singular value: p_k(x) = a x + b x^3 + c x^5 for
+// the schedule's step k, composed over the steps.
+inline double scalar_step(const Coeffs& k, double x) {
+  const double x2 = x * x;
+  return x * (k.a + x2 * (k.b + k.c * x2));
+}
+inline double scalar_map(const NsConfig& cfg, double x) {
+  for (int s = 0; s < cfg.steps; ++s) x = scalar_step(cfg.coeffs.at_step(s), x);
+  return x;
+}
+
+// Singular values, decreasing, by one-sided Jacobi in long double (x87, u = 2^-64): the oracle
+// K5 measures output singular values with. Float64 SVDs are too coarse for the float64 rows:
+// Eigen's BDCSVD and JacobiSVD<double> both put a singular value of an orthogonal 12 x 12 NS
+// output at 1 + 5.1e-15 (46 u64) where the long double Jacobi gives 1 + 2.2e-16. Costs 9 ms
+// at 48 x 48.
+inline constexpr double kLongDoubleUnitRoundoff = 0x1p-64;
+inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
+  using MatLD = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
+  if (m.size() == 0) return {};
+  const MatLD dense = m.cast<long double>();
+  Eigen::JacobiSVD<MatLD> svd(dense);
+  return svd.singularValues().cast<double>();
+}
+
+// sigma_i(G) / (||G||_F + eps), in float64: what the kernel's normalization produces in exact
+// arithmetic (the kernel rounds the norm and the quotients; that rounding is part of the slack).
+inline Eigen::VectorXd normalized_singular_values(const MatD& g, double eps) {
+  const double norm = std::sqrt(g.cwiseAbs2().sum());
+  return accurate_singular_values(g) / (norm + eps);
+}
+
+// The image of the interval [lo, hi] under one step's odd quintic, exactly: the extremes are
+// attained at the ends or at the critical points (roots of a + 3b y + 5c y^2 with y = x^2).
+struct Interval {
+  double lo = 0, hi = 0;
+};
+inline Interval image(const Coeffs& k, Interval in) {
+  std::vector<double> xs{in.lo, in.hi};
+  const double disc = 9 * k.b * k.b - 20 * k.a * k.c;
+  if (k.c != 0 && disc >= 0) {
+    for (double y : {(-3 * k.b - std::sqrt(disc)) / (10 * k.c), (-3 * k.b + std::sqrt(disc)) / (10 * k.c)})
+      if (y > 0)
+        for (double x : {std::sqrt(y), -std::sqrt(y)})
+          if (x > in.lo && x < in.hi) xs.push_back(x);
+  }
+  Interval out{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  for (double x : xs) {
+    const double y = scalar_step(k, x);
+    out.lo = std::min(out.lo, y);
+    out.hi = std::max(out.hi, y);
+  }
+  return out;
+}
+
+}  // namespace nsv::props
+
+namespace nsv::props {
+
+// K5's band: where the singular values of NS(G) may lie, given the input's normalized singular
+// values x_i and a per-step rounding perturbation.
+//
+// Derivation. In exact arithmetic NS maps X = U diag(x) V^T to U diag(p(x)) V^T (p odd), so the
+// output's singular values are |phi(x_i)|, phi = p_{steps-1} o ... o p_0. In floating point the
+// computed iterate after step k is f_k(X~_k) + E_k. By Weyl's inequality every singular value
+// of f_k(X~_k) + E_k is within ||E_k||_2 of one of f_k(X~_k)'s, matched one to one; so if each
+// x_i is tracked as an interval I_i and each step maps I_i through |p_k| (exactly: ends and
+// critical points) and widens it by delta_k >= ||E_k||_2, the computed singular values stay in
+// the union of the I_i. The band is that union's hull.
+//
+// delta_k = kappa_k * u_eff * h_k with
+//   h_k     the largest singular value the intervals allow at step k (at least 1),
+//   u_eff   u_dtype + sqrt(n) * u_accumulate: one rounding of every matrix result to the compute
+//           dtype plus the accumulation error of an inner product of length n (probabilistic
+//           sqrt(n) growth, Higham & Mary 2019; n = the long side, the longest inner product),
+//   kappa_k 2 (|a| + |b| + |c|) of step k's coefficients: every rounded stage of a step is a
+//           term of a X + b A X + c A^2 X, whose sizes relative to h are |a|, |b|, |c| (for
+//           h <= 1); the factor 2 counts each product's rounding and its accumulation.
+// The gram kernel iterates on R = X X^T (and Q, a polynomial in R) and forms X only at the
+// restart and at the end, so its errors live on the squares of the singular values: an error
+// eps h^2 in R moves sigma^2 by at most eps h^2 (Weyl on R), hence sigma by at most
+// sqrt(eps) h. Its delta_k is therefore h sqrt(kappa_k u_eff) (the larger of the two).
+// The initial interval is x_i (1 +- (3 u_norm + sqrt(m n) u64 / 2)) +- u_dtype: the squared norm
+// is a float64 sum of m n squares, the norm, the + eps and the quotient are rounded in the
+// normalization dtype, the normalized values once more to the compute dtype.
+// The singular values compared are computed by accurate_singular_values (long double Jacobi):
+// each is exact for X + E with ||E||_2 <= n u_ld ||X||_2 (n the long side; the svd slack below,
+// on the input's and the output's singular values).
+struct Band {
+  double lo = 0, hi = 0;
+};
+
+inline double u_accumulate(const NsConfig& cfg) {
+  if (cfg.dtype == DType::fp64) return unit_roundoff(DType::fp64);
+  return cfg.accumulate == Accumulate::fp32 ? unit_roundoff(DType::fp32) : unit_roundoff(cfg.dtype);
+}
+
+// x: the normalized singular values; inner_dim: the long side; square: the gram kernel runs
+// the standard loop on square matrices.
+inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eigen::Index inner_dim, bool square,
+                             bool with_rounding = true) {
+  const double u = unit_roundoff(cfg.dtype);
+  const double u_norm = unit_roundoff(normalization_dtype(cfg));
+  const double u_eff = u + std::sqrt(static_cast<double>(inner_dim)) * u_accumulate(cfg);
+  // the squared norm is a float64 sum of m n squares (probabilistic sqrt(m n) growth), halved
+  // by the square root
+  const double norm_sum_error = std::sqrt(static_cast<double>(x.size() * inner_dim)) * unit_roundoff(DType::fp64) / 2;
+  // the input's singular values come from the same SVD: the same slack on them
+  const double svd_slack_in = static_cast<double>(inner_dim) * kLongDoubleUnitRoundoff * (x.size() ? x.maxCoeff() : 0.0);
+  std::vector<Interval> iv;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const double w = with_rounding ? x(i) * (3 * u_norm + norm_sum_error) + u + svd_slack_in : 0.0;
+    iv.push_back({std::max(0.0, x(i) - w), x(i) + w});
+  }
+  for (int s = 0; s < cfg.steps; ++s) {
+    const Coeffs& k = cfg.coeffs.at_step(s);
+    double h = 1.0;
+    for (const auto& i : iv) h = std::max(h, i.hi);
+    const double kappa_u = 2 * (std::abs(k.a) + std::abs(k.b) + std::abs(k.c)) * u_eff;
+    const bool gram_loop = cfg.kernel == Kernel::gram && x.size() > 0 && !square;
+    const double delta = !with_rounding ? 0.0 : (gram_loop ? std::max(kappa_u, std::sqrt(kappa_u)) * h : kappa_u * h);
+    for (auto& i : iv) {
+      Interval y = image(k, i);
+      // singular values are |p(x)|: fold the image onto the non-negative axis
+      Interval folded = y.lo >= 0 ? y : (y.hi <= 0 ? Interval{-y.hi, -y.lo} : Interval{0.0, std::max(-y.lo, y.hi)});
+      i = {std::max(0.0, folded.lo - delta), folded.hi + delta};
+    }
+  }
+  Band b{std::numeric_limits<double>::infinity(), 0.0};
+  for (const auto& i : iv) {
+    b.lo = std::min(b.lo, i.lo);
+    b.hi = std::max(b.hi, i.hi);
+  }
+  if (iv.empty()) b.lo = 0;
+  if (with_rounding) {
+    const double svd_slack = static_cast<double>(inner_dim) * kLongDoubleUnitRoundoff * b.hi;
+    b.lo = std::max(0.0, b.lo - svd_slack);
+    b.hi += svd_slack;
+  }
+  return b;
+}
+
+}  // namespace nsv::props
+
+namespace nsv::props {
+
+// The conditioning of NS at G: a bound on how much the map X -> NS(X) (X normalized) can
+// magnify a perturbation, in the Frobenius norm.
+//
+// NS acts on singular values only, f(U diag(x) V^T) = U diag(phi(x)) V^T with phi odd, and the
+// Frechet derivative of such a singular-value function is bounded by the largest of
+//   phi'(x_i),  (phi(x_i) - phi(x_j)) / (x_i - x_j),  (phi(x_i) + phi(x_j)) / (x_i + x_j),
+// taken over the singular values, with x_j = 0 included when the matrix is rectangular (the
+// directions outside its row or column space) and phi'(0) = prod(a_k) when it is rank-deficient
+// (Noferini 2017, generalized matrix functions; the divided differences are the "Daleckii-Krein"
+// coefficients). It is ~1-4 for well-spread spectra and grows to prod(a_k) (486 for keller x 5)
+// when a singular value is tiny: that direction is amplified by the iteration itself.
+inline double ns_conditioning(const Eigen::VectorXd& x, const NsConfig& cfg, bool rectangular) {
+  auto phi = [&](double v) { return scalar_map(cfg, v); };
+  auto dphi = [&](double v) {  // derivative of the composition by the chain rule
+    double d = 1.0;
+    for (int s = 0; s < cfg.steps; ++s) {
+      const Coeffs& k = cfg.coeffs.at_step(s);
+      const double v2 = v * v;
+      d *= k.a + v2 * (3 * k.b + 5 * k.c * v2);
+      v = scalar_step(k, v);
+    }
+    return d;
+  };
+  constexpr double tiny = 1e-12;  // below this a singular value counts as zero (rank-deficient)
+  std::vector<double> xs;
+  bool deficient = false;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    if (x(i) > tiny) xs.push_back(x(i));
+    else deficient = true;
+  }
+  double lip = 0.0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    lip = std::max(lip, std::abs(dphi(xs[i])));
+    if (rectangular || deficient) lip = std::max(lip, std::abs(phi(xs[i]) / xs[i]));
+    for (std::size_t j = 0; j < i; ++j) {
+      lip = std::max(lip, std::abs(phi(xs[i]) + phi(xs[j])) / (xs[i] + xs[j]));
+      if (std::abs(xs[i] - xs[j]) > 1e-6 * xs[i])
+        lip = std::max(lip, std::abs(phi(xs[i]) - phi(xs[j])) / std::abs(xs[i] - xs[j]));
+    }
+  }
+  if (deficient) lip = std::max(lip, std::abs(dphi(0.0)));
+  return std::max(lip, 1.0);
+}
+
+}  // namespace nsv::props
+
+namespace nsv::props {
+
+// The repelling fixed point of one step's quintic: the largest x > 0 with p(x) = x, beyond
+// which p(x) > x and the iteration only grows (keller 1.264, you's last triple 1.250,
+// polar_express's last 1.528). +inf when there is none.
+inline double repelling_fixed_point(const Coeffs& k) {
+  // p(x) = x  <=>  c y^2 + b y + (a - 1) = 0 with y = x^2
+  double best = -1.0;
+  if (k.c != 0.0) {
+    const double disc = k.b * k.b - 4 * k.c * (k.a - 1);
+    if (disc >= 0)
+      for (double y : {(-k.b + std::sqrt(disc)) / (2 * k.c), (-k.b - std::sqrt(disc)) / (2 * k.c)})
+        if (y > 0) best = std::max(best, std::sqrt(y));
+  }
+  return best > 0 ? best : std::numeric_limits<double>::infinity();
+}
+
+// An NS output that left the basin of attraction: non-finite, or a singular value above the
+// last step's repelling fixed point (once there, every further step only grows it).
+inline bool diverged(const MatD& out, const NsConfig& cfg) {
+  if (!all_finite(out)) return true;
+  if (cfg.steps == 0 || out.size() == 0) return false;
+  // the float64 SVD is accurate to ~1e-13 here, far inside any margin that matters
+  return singular_values(out).maxCoeff() > repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
+}
+
+// Whether rounding provably cannot make NS diverge on g: the rounding-widened band of K5 stays
+// below the last step's repelling fixed point (a band that crossed an earlier step's would have
+// exploded). Inside this regime the first-order analysis behind the rounding bounds holds;
+// outside it (bf16, and the gram loop on rank-deficient inputs in every narrow dtype: its noise
+// on a tiny singular value is sqrt(u), not u) the iteration may leave its basin and blow up.
+inline bool first_order_regime(const MatD& g, const NsConfig& cfg) {
+  if (cfg.steps == 0) return true;
+  const Band band = convergence_band(normalized_singular_values(g, cfg.eps), cfg, std::max(g.rows(), g.cols()), g.rows() == g.cols());
+  return std::isfinite(band.hi) && band.hi < repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
+}
+
+}  // namespace nsv::props

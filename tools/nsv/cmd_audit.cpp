@@ -1,0 +1,92 @@
+// nsv audit: what TP does to Muon for a Hugging Face Llama-family config (SPEC §6), per Muon
+// matrix and for the whole model: roles, shard sizes, exact strategies, costs, recommendation.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "nsv/audit.hpp"
+#include "nsv/backend.hpp"
+#include "nsv/model_config.hpp"
+#include "progress.hpp"
+
+namespace nsv::cli {
+namespace {
+
+struct AuditCommand {
+  NsOptions ns;
+  std::string config, backend = "cpu";
+  int tp = 8;
+  std::int64_t grain = 1, measure_max_elements = std::int64_t{1} << 21;
+  std::uint64_t seed = 0;
+  CostParams cost;
+  bool measure = false, json = false, markdown = false, per_rank = false, quiet = false;
+
+  void run() const {
+    const ModelConfig model = load_model_config(config);
+    AuditOptions o;
+    o.tp = tp;
+    o.grain = grain;
+    o.ns = ns.config();
+    o.cost = cost;
+    o.measure = measure;
+    o.measure_max_elements = measure_max_elements;
+    o.seed = seed;
+    std::unique_ptr<Backend> engine;
+    std::unique_ptr<Progress> progress;
+    if (measure) {
+      engine = make_backend(backend);
+      o.backend = engine.get();
+      progress = std::make_unique<Progress>("measuring shard divergence", llama_layer_params(model.dims).size(), !quiet);
+      o.on_measured = [&progress] { progress->advance(); };
+    }
+    const AuditResult a = run_audit(model, o);
+    if (progress) progress->finish();
+    if (json)
+      std::printf("%s\n", audit_json(a).dump(2).c_str());
+    else if (markdown)
+      std::printf("%s", audit_markdown(a).c_str());
+    else
+      std::printf("%s", audit_text(a, per_rank).c_str());
+  }
+};
+
+}  // namespace
+
+void add_audit_command(CLI::App& app) {
+  auto st = std::make_shared<AuditCommand>();
+  auto* cmd = app.add_subcommand(
+      "audit",
+      "Audit a Hugging Face Llama-family config.json (Llama, Mistral, Qwen2/2.5, Qwen3): per Muon matrix the AutoTP role "
+      "and shard sizes, which strategies are exact, per-rank FLOPs/bytes/messages/memory/time of each strategy, the "
+      "cheapest exact one; whole-model totals per optimizer step and a recommendation");
+  cmd->add_option("--config", st->config, "the model's config.json")->required();
+  cmd->add_option("--tp", st->tp, "tensor-parallel degree")->check(CLI::Range(1, 1024))->capture_default_str();
+  cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule (MLP matrices): 1 training, 64 inference")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  st->ns.dtype = "fp16";  // DeepSpeed's gram NS on a GPU (SPEC §1.5)
+  st->ns.add_to(*cmd);
+  cmd->add_option("--latency-us", st->cost.latency_us, "alpha: latency per message, microseconds (assumed NCCL intra-node order)")
+      ->capture_default_str();
+  cmd->add_option("--link-gbps", st->cost.link_gbps, "beta: link bandwidth per direction, GB/s (NVLink 4 on H100/H200: 450)")
+      ->capture_default_str();
+  cmd->add_option("--tflops", st->cost.tflops,
+                  "GEMM throughput per rank, TFLOP/s (H200 dense FP16/BF16 tensor-core peak: 989; FP32: ~67, TF32: ~494)")
+      ->capture_default_str();
+  cmd->add_flag("--measure", st->measure, "measure the `shard` divergence of every matrix (Gaussian gradient; CPU reference)");
+  cmd->add_option("--measure-max-elements", st->measure_max_elements,
+                  "with --measure: larger matrices are measured on a scaled-down proxy with the same aspect ratio and heads")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seed", st->seed, "seed of the measured gradients")->capture_default_str();
+  cmd->add_option("--backend", st->backend, "backend of --measure: cpu | cuda")->capture_default_str();
+  auto* j = cmd->add_flag("--json", st->json, "machine-readable output (schema nsv.audit/1)");
+  auto* m = cmd->add_flag("--markdown", st->markdown, "markdown tables (for reports)");
+  j->excludes(m);
+  cmd->add_flag("--per-rank", st->per_rank, "terminal output: per-rank FLOPs, bytes, messages, memory and time of every strategy");
+  cmd->add_flag("--quiet", st->quiet, "no progress messages on stderr");
+  cmd->callback([st] { st->run(); });
+}
+
+}  // namespace nsv::cli

@@ -1,0 +1,108 @@
+// nsv sweep: the cartesian product of shapes x TP degrees x split axes x kernels x strategies x
+// dtypes x steps x spectra x seeds (x reduction orders x coefficient schedules), run in parallel
+// over cases, one CSV row per case (see sweep_engine.hpp for the file contract and resume).
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "sweep_engine.hpp"
+
+namespace nsv::cli {
+namespace {
+
+struct SweepCommand {
+  SweepSpec spec;
+  std::string out;
+  bool resume = false, json = false, quiet = false;
+  int threads = 0;
+
+  void run() const {
+    if (resume && out.empty()) throw std::invalid_argument("--resume needs --out FILE.csv (the file to continue)");
+    SweepRunOptions opt;
+    opt.out = out;
+    opt.resume = resume;
+    opt.progress = !quiet;
+    opt.threads = threads;
+    const SweepOutcome r = run_sweep(spec, opt);
+    if (json) {
+      nlohmann::json cases = nlohmann::json::array();
+      for (const auto& row : r.rows) cases.push_back(row_json(row));
+      nlohmann::json skipped = nlohmann::json::object();
+      for (const auto& [reason, n] : r.skipped) skipped[reason] = n;
+      const nlohmann::json j = {{"parameters", spec.to_json()},
+                                {"summary",
+                                 {{"cases", r.rows.size()}, {"ran", r.ran}, {"resumed", r.resumed}, {"skipped", skipped},
+                                  {"seconds", r.seconds}, {"threads", r.threads}, {"out", out}}},
+                                {"cases", cases}};
+      std::printf("%s\n", j.dump(2).c_str());
+      return;
+    }
+    if (out.empty()) {
+      std::printf("%9s %-12s %4s %-8s %-5s %5s %3s %4s %-22s %-8s %12s %12s %9s %10s %s\n", "shape", "spectrum", "seed",
+                  "kernel", "dtype", "steps", "tp", "axis", "strategy", "order", "rel_diff", "max", "cosine",
+                  "norm_ratio", "bit-identical");
+      for (const auto& row : r.rows)
+        std::printf("%9s %-12s %4s %-8s %-5s %5s %3s %4s %-22s %-8s %12s %12s %9.6f %10.6f %s\n",
+                    (field(row, "rows") + "x" + field(row, "cols")).c_str(), field(row, "spectrum").c_str(),
+                    field(row, "seed").c_str(), field(row, "kernel").c_str(), field(row, "dtype").c_str(),
+                    field(row, "steps").c_str(), field(row, "tp").c_str(), field(row, "axis").c_str(),
+                    field(row, "strategy").c_str(), field(row, "reduction_order").c_str(),
+                    field(row, "rel_diff_mean").c_str(), field(row, "rel_diff_max").c_str(), number(row, "cosine"),
+                    number(row, "norm_ratio"), field(row, "bit_identical") == "true" ? "yes" : "no");
+    }
+    std::printf("%zu cases: %zu run, %zu resumed from %s; %zu skipped as inapplicable%s\n", r.rows.size(), r.ran,
+                r.resumed, out.empty() ? "-" : out.c_str(), [&] {
+                  std::size_t n = 0;
+                  for (const auto& [reason, k] : r.skipped) n += k;
+                  return n;
+                }(), r.skipped.empty() ? "" : ":");
+    for (const auto& [reason, n] : r.skipped) std::printf("  %6zu  %s\n", n, reason.c_str());
+    if (r.dropped_partial_bytes > 0)
+      std::printf("dropped a partial last line (%zu bytes) left by an interrupted run\n", r.dropped_partial_bytes);
+    std::printf("%.1f s on %d thread(s)%s\n", r.seconds, r.threads, out.empty() ? "" : ("; wrote " + out).c_str());
+  }
+};
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto st = std::make_shared<SweepCommand>();
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Cartesian product of shapes x tp x axes x kernels x strategies x dtypes x steps x spectra x seeds, "
+      "parallel over cases; one CSV row per case, resumable");
+  auto& s = st->spec;
+  cmd->add_option("--shapes", s.shapes, "ROWSxCOLS list, e.g. 256x256,512x1024")->delimiter(',')->capture_default_str();
+  cmd->add_option("--tp", s.tps, "tensor-parallel degrees, e.g. 1,2,4,8")->delimiter(',')->capture_default_str();
+  cmd->add_option("--axis", s.axes, "split axes: 0 = rows (column-parallel), 1 = cols (row-parallel)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--kernel", s.kernels, "standard,gram")->delimiter(',')->capture_default_str();
+  cmd->add_option("--strategy", s.strategies,
+                  "shard,gather,per_head,gram_allreduce,gram_restart_allreduce,owner (per_head needs --heads; "
+                  "skipped on axis 1)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--dtype", s.dtypes, "compute dtypes: fp64,fp32,bf16,fp16")->delimiter(',')->capture_default_str();
+  cmd->add_option("--steps", s.steps, "NS step counts, e.g. 1,3,5")->delimiter(',')->capture_default_str();
+  cmd->add_option("--spectrum", s.spectra, "gaussian,lowrank:R,powerlaw:ALPHA,file:PATH (a file applies to its own shape)")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--seeds", s.seeds, "N: seeds 0..N-1 of the generated matrices")->capture_default_str();
+  cmd->add_option("--reduction-order", s.orders,
+                  "all-reduce orders: rank,reverse,ring,tree (only the all-reduce strategies vary with it)")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--coeffs", s.coeffs, "coefficient schedules: keller,you,polar_express,FILE")->delimiter(',')->capture_default_str();
+  cmd->add_option("--heads", s.heads, "attention heads along the split axis: head-aligned shards, enables per_head");
+  cmd->add_option("--kv-heads", s.kv_heads, "KV heads (GQA): shards cut on KV-group boundaries (default: --heads)");
+  cmd->add_option("--grain", s.grain, "tp_grain_size of the grain rule (1 training, 64 inference)")->capture_default_str();
+  cmd->add_option("--accumulate", s.accumulate, "GEMM accumulation: fp32 | compute")->capture_default_str();
+  cmd->add_option("--restart-at", s.restart_at, "gram kernel restart step")->capture_default_str();
+  cmd->add_option("--out", st->out, "CSV file: one row per case (rows appended as cases finish, sorted into case order at the end)");
+  cmd->add_flag("--resume", st->resume,
+                "continue an interrupted sweep: keep the rows already in --out, drop a partial last line, run the rest");
+  cmd->add_option("--threads", st->threads, "OpenMP threads over cases (default: OMP_NUM_THREADS or all cores)");
+  cmd->add_flag("--json", st->json, "print every case and a summary as JSON on stdout");
+  cmd->add_flag("--quiet", st->quiet, "no progress bar");
+  cmd->callback([st] { st->run(); });
+}
+
+}  // namespace nsv::cli

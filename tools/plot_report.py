@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Draw the figures of an nsverify report from the CSV/JSON files `nsv report` wrote.
+
+Usage: /usr/bin/python3 tools/plot_report.py reports/
+
+Reads   sweep.csv, aspect_sweep.csv, spectrum_sweep.csv, amplification.csv, step.csv
+Writes  figures/<name>.png and figures/<name>.svg for each figure whose input exists, and
+        figures/index.json (name -> title, inputs).
+
+Needs matplotlib (Debian: python3-matplotlib) and nothing else (the CSV files are read with the
+standard library). Without matplotlib it prints a note and exits with status 3, which
+`nsv report` turns into a clear "figures skipped" line in the README.
+"""
+
+import csv
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.patches
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    print(f"matplotlib is not available to {sys.executable} ({exc}); install python3-matplotlib "
+          f"(Debian) and rerun: {sys.executable} {' '.join(sys.argv)}")
+    sys.exit(3)
+
+plt.rcParams.update({
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "font.size": 10,
+    "axes.titlesize": 10.5,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 8.5,
+    "svg.hashsalt": "nsverify",  # stable SVG ids between runs
+})
+
+STRATEGY_COLORS = {
+    "shard": "#d62728",
+    "shard (local scale)": "#ff9896",
+    "gather": "#1f77b4",
+    "per_head": "#9467bd",
+    "gram_allreduce": "#2ca02c",
+    "gram_restart_allreduce": "#17becf",
+    "owner": "#ff7f0e",
+}
+STRATEGIES = ["shard", "gather", "per_head", "gram_allreduce", "gram_restart_allreduce", "owner"]
+
+
+def read_csv(path):
+    if not os.path.exists(path):
+        return None
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def mean(xs):
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+class Figures:
+    def __init__(self, out_dir):
+        self.out_dir = out_dir
+        self.fig_dir = os.path.join(out_dir, "figures")
+        os.makedirs(self.fig_dir, exist_ok=True)
+        self.index = {}
+
+    def save(self, fig, name, title, inputs):
+        for ext in ("png", "svg"):
+            path = os.path.join(self.fig_dir, f"{name}.{ext}")
+            tmp = path + ".tmp"
+            fig.savefig(tmp, format=ext, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None)
+            os.replace(tmp, path)
+        plt.close(fig)
+        self.index[name] = {"title": title, "inputs": inputs}
+        print(f"wrote figures/{name}.png and .svg")
+
+    def write_index(self):
+        with open(os.path.join(self.fig_dir, "index.json"), "w") as f:
+            json.dump(self.index, f, indent=1, sort_keys=True)
+            f.write("\n")
+
+
+def divergence_vs_tp(figs, rows):
+    rows = [r for r in rows if r["strategy"] == "shard" and r["spectrum"] == "gaussian"]
+    if not rows:
+        return
+    shapes = []
+    for r in rows:
+        s = f"{r['rows']}x{r['cols']}"
+        if s not in shapes:
+            shapes.append(s)
+    fig, axes = plt.subplots(1, len(shapes), figsize=(3.3 * len(shapes), 3.6), sharey=True)
+    axes = [axes] if len(shapes) == 1 else list(axes)
+    ymax = 0
+    for ax, shape in zip(axes, shapes):
+        for axis, color in ((0, "#1f77b4"), (1, "#d62728")):
+            for kernel, style, marker in (("gram", "-", "o"), ("standard", "--", "x")):
+                acc = defaultdict(list)
+                for r in rows:
+                    if f"{r['rows']}x{r['cols']}" == shape and int(r["axis"]) == axis and r["kernel"] == kernel:
+                        acc[int(r["tp"])].append(float(r["rel_diff_mean"]))
+                tps = sorted(acc)
+                ys = [mean(acc[t]) for t in tps]
+                ymax = max(ymax, max(ys, default=0))
+                ax.plot(tps, ys, style, color=color, marker=marker, ms=5,
+                        label=f"dim-{axis} split, {kernel}")
+        r0, c0 = (int(x) for x in shape.split("x"))
+        kind = "square: both splits overlap" if r0 == c0 else ("wide" if c0 > r0 else "tall")
+        ax.set_title(f"{shape} ({kind})")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([1, 2, 4, 8])
+        ax.set_xticklabels(["1", "2", "4", "8"])
+        ax.set_xlabel("tensor-parallel degree tp (ranks)")
+    axes[0].set_ylabel("rel. difference of shard NS from whole NS\n(‖shard − block‖ / ‖block‖, dimensionless)")
+    axes[0].set_ylim(0, ymax * 1.08)
+    axes[0].legend(loc="upper left")
+    fig.suptitle("AutoTP's per-shard NS diverges at every tp ≥ 2; cutting the long axis is worst "
+                 "(gram and standard overlap: same map)", fontsize=11)
+    fig.tight_layout()
+    figs.save(fig, "divergence_vs_tp", "shard divergence vs tp, per split axis and kernel", ["sweep.csv"])
+
+
+def divergence_vs_aspect(figs, rows):
+    if not rows:
+        return
+    acc = defaultdict(list)
+    ratio = defaultdict(list)
+    for r in rows:
+        aspect = int(r["cols"]) / int(r["rows"])
+        key = (int(r["tp"]), int(r["axis"]), aspect)
+        acc[key].append(float(r["rel_diff_mean"]))
+        ratio[key].append(float(r["norm_ratio"]))
+    tps = sorted({k[0] for k in acc})
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    colors = {2: "#1f77b4", 4: "#2ca02c", 8: "#d62728"}
+    for tp in tps:
+        for axis, style, marker in ((0, "-", "o"), (1, "--", "s")):
+            xs = sorted(k[2] for k in acc if k[0] == tp and k[1] == axis)
+            ax.plot(xs, [mean(acc[(tp, axis, x)]) for x in xs], style, marker=marker, ms=5,
+                    color=colors.get(tp), label=f"tp={tp}, dim-{axis} split")
+            ax2.plot(xs, [mean(ratio[(tp, axis, x)]) for x in xs], style, marker=marker, ms=5,
+                     color=colors.get(tp), label=f"tp={tp}, dim-{axis} split")
+    for a in (ax, ax2):
+        a.set_xscale("log", base=2)
+        xs = sorted({k[2] for k in acc})
+        a.set_xticks(xs)
+        a.set_xticklabels([f"{x:g}" if x >= 1 else f"1/{1 / x:g}" for x in xs])
+        a.set_xlabel("aspect ratio cols/rows (log; 1/8 = 2048×256 … 8 = 256×2048)")
+    ax.set_ylabel("rel. difference from whole NS (dimensionless)")
+    ax.set_title("divergence: small when the short axis is cut,\nlarge and growing with tp when the long axis is cut")
+    ax2.axhline(1.0, color="grey", lw=0.8)
+    ax2.set_ylabel("norm ratio ‖NS(shard)‖ / ‖block of NS(whole)‖")
+    ax2.set_title("why: cutting the long axis inflates the update's norm\n(each shard is orthogonalized to full norm on its own)")
+    ax.legend(loc="upper center", ncol=2)
+    fig.suptitle("Shard divergence vs aspect ratio (gram, Gaussian, 256 on the short side): "
+                 "the axis you cut matters more than the matrix", fontsize=11)
+    fig.tight_layout()
+    figs.save(fig, "divergence_vs_aspect", "shard divergence vs aspect ratio", ["aspect_sweep.csv"])
+
+
+def divergence_vs_spectrum(figs, rows):
+    if not rows:
+        return
+    spectra = []
+    for r in rows:
+        if r["spectrum"] not in spectra:
+            spectra.append(r["spectrum"])
+    tps = sorted({int(r["tp"]) for r in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.2), sharey=True)
+    width = 0.8 / len(tps)
+    colors = {2: "#1f77b4", 4: "#2ca02c", 8: "#d62728"}
+    for ax, axis in zip(axes, (0, 1)):
+        for i, tp in enumerate(tps):
+            ys, cs = [], []
+            for sp in spectra:
+                sel = [r for r in rows if r["spectrum"] == sp and int(r["tp"]) == tp and int(r["axis"]) == axis]
+                ys.append(mean(float(r["rel_diff_mean"]) for r in sel))
+                cs.append(mean(float(r["cosine"]) for r in sel))
+            xs = [j + (i - (len(tps) - 1) / 2) * width for j in range(len(spectra))]
+            bars = ax.bar(xs, ys, width, color=colors.get(tp), label=f"tp={tp}")
+            for b, c in zip(bars, cs):
+                ax.text(b.get_x() + b.get_width() / 2, b.get_height(), f"{c:.2f}", ha="center", va="bottom",
+                        fontsize=6.5, rotation=90)
+        ax.set_xticks(range(len(spectra)))
+        ax.set_xticklabels(spectra, rotation=30, ha="right")
+        ax.set_xlabel("gradient spectrum (512×1024)")
+        ax.set_title(f"dim-{axis} split ({'short' if axis == 0 else 'long'} axis of the wide matrix)")
+    axes[0].set_ylim(0, axes[0].get_ylim()[1] * 1.12)
+    axes[0].set_ylabel("rel. difference from whole NS (dimensionless)\nlabels on bars: cosine")
+    axes[0].legend(loc="upper left")
+    fig.suptitle("Low-rank and steeply decaying spectra diverge far more than Gaussian ones once tp ≥ 4, "
+                 "mostly in norm: their cosine (bar labels) stays high", fontsize=11)
+    fig.tight_layout()
+    figs.save(fig, "divergence_vs_spectrum", "shard divergence vs gradient spectrum", ["spectrum_sweep.csv"])
+
+
+def step_strategies(figs, rows):
+    if not rows:
+        return
+    tp = min(int(r["tp"]) for r in rows)
+    sel = [r for r in rows if int(r["tp"]) == tp]
+    params = []
+    for r in sel:
+        if r["param"] not in params:
+            params.append(r["param"])
+    series = [("shard (local scale)", "shard", "local")] + [(s, s, "global") for s in STRATEGIES]
+    floor = 1e-8
+    fig, ax = plt.subplots(figsize=(12.5, 5.2))
+    width = 0.8 / len(series)
+    handles = []
+    for i, (label, strategy, scale) in enumerate(series):
+        color = STRATEGY_COLORS[label]
+        xs, ys, exact_x, na_x = [], [], [], []
+        for j, p in enumerate(params):
+            hit = [r for r in sel if r["param"] == p and r["strategy_requested"] == strategy and r["scale_from"] == scale]
+            if not hit:
+                continue
+            r = hit[0]
+            x = j + (i - (len(series) - 1) / 2) * width
+            if r["strategy_used"] != strategy:  # per_head fell back: not applicable to this matrix
+                na_x.append(x)
+            elif float(r["rel_diff"]) == 0.0:
+                exact_x.append(x)
+            else:
+                xs.append(x)
+                ys.append(float(r["rel_diff"]))
+        ax.bar(xs, [y - floor for y in ys], width, bottom=floor, color=color)
+        # Exact results cannot be drawn on a log axis: a marker at the floor in the strategy's
+        # colour, labelled, stands for "exact (0)".
+        ax.scatter(exact_x, [floor * 1.5] * len(exact_x), marker="v", s=40, color=color, edgecolor="black",
+                   linewidth=0.6, zorder=5)
+        for x in exact_x:
+            ax.text(x, floor * 2.6, "exact (0)", rotation=90, ha="center", va="bottom", fontsize=6.5)
+        for x in na_x:
+            ax.text(x, floor * 1.3, "n/a", rotation=90, ha="center", va="bottom", fontsize=6.5, color="#555")
+        handles.append(matplotlib.patches.Patch(color=color, label=label + (" (DeepSpeed today)" if scale == "local" else "")))
+    handles.append(Line2D([], [], marker="v", color="grey", markeredgecolor="black", ls="", ms=7,
+                          label="exact (0): bit-identical to tp=1"))
+    ax.set_yscale("log")
+    ax.set_ylim(floor, 5)
+    ax.set_xticks(range(len(params)))
+    ax.set_xticklabels(params)
+    ax.set_xlabel("Muon parameter of the tiny Llama layer (real gradient, fixtures/grads)")
+    ax.set_ylabel(f"update rel. difference tp={tp} vs tp=1 (dimensionless, log)")
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5)
+    ax.set_title(f"One Muon step at tp={tp}: shard changes every matrix's update by 0.5-1; gather and owner are exact,\n"
+                 f"the all-reduce strategies differ by ~1e-5 (rounding), per_head is exact for q/k/v only "
+                 f"(n/a: no heads on dim 0).\nAll but 'shard (local scale)' take sqrt(rows/cols) from the global shape.")
+    fig.tight_layout()
+    figs.save(fig, "step_strategies", "strategy comparison per Llama parameter", ["step.csv"])
+
+
+def amplification(figs, rows):
+    if not rows:
+        return
+    spectra = []
+    for r in rows:
+        if r["spectrum"] not in spectra:
+            spectra.append(r["spectrum"])
+    cols = [
+        ("whole_amp", "whole NS: rank- vs reverse-order gradient", "black", "-", "o"),
+        ("gram_allreduce_order_amp", "gram_allreduce: Gram all-reduce order", "#2ca02c", "-", "s"),
+        ("gram_allreduce_vs_whole_amp", "gram_allreduce vs whole (standard loop)", "#2ca02c", "--", "s"),
+        ("gram_restart_order_amp", "gram_restart_allreduce: all-reduce order", "#17becf", "-", "^"),
+        ("gram_restart_vs_whole_amp", "gram_restart_allreduce vs whole (gram loop)", "#17becf", "--", "^"),
+        ("kernel_err_standard_amp", "fp32 vs fp64 kernel error (standard)", "#7f7f7f", ":", "x"),
+        ("kernel_err_gram_amp", "fp32 vs fp64 kernel error (gram)", "#bcbd22", ":", "x"),
+    ]
+    fig, axes = plt.subplots(1, len(spectra), figsize=(5.6 * len(spectra), 4.4), sharey=True)
+    axes = [axes] if len(spectra) == 1 else list(axes)
+    steps = sorted({int(r["ns_steps"]) for r in rows})
+    for ax, sp in zip(axes, spectra):
+        for col, label, color, style, marker in cols:
+            ys = [mean(float(r[col]) for r in rows if r["spectrum"] == sp and int(r["ns_steps"]) == k) for k in steps]
+            ax.plot(steps, ys, style, color=color, marker=marker, ms=5, label=label)
+        ax.plot(steps, [3.4445 ** k for k in steps], color="#d62728", lw=0.8, ls="-.",
+                label="a^k = 3.4445^k (NS slope at 0)")
+        ax.set_yscale("log")
+        ax.set_xticks(steps)
+        ax.set_xlabel("Newton-Schulz steps k")
+        grad = mean(float(r["grad_rel_diff"]) for r in rows if r["spectrum"] == sp)
+        ax.set_title(f"{sp} 512×1024, tp={rows[0]['tp']} (gradient-level diff {grad:.1e})")
+    axes[0].set_ylabel("amplification: rel. diff of the NS output\n÷ rel. diff of the gradient (×, log scale)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.suptitle("Reduction-order noise grows through NS steps (fastest on low-rank inputs), but the all-reduce "
+                 "strategies stay at the size of the kernel's own fp32 error", fontsize=11)
+    fig.tight_layout(rect=(0, 0.17, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8.5, frameon=False)
+    figs.save(fig, "amplification", "reduction-order noise amplification over NS steps", ["amplification.csv"])
+
+
+def bytes_vs_tp(figs, rows):
+    sel = [r for r in rows if r["rows"] == "512" and r["cols"] == "1024" and r["kernel"] == "gram"
+           and r["spectrum"] == "gaussian" and r["seed"] == "0" and int(r["tp"]) >= 2]
+    if not sel:
+        return
+    floor = 2 ** -4  # KiB
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, axis in zip(axes, (0, 1)):
+        zero = []
+        for s in STRATEGIES:
+            pts = sorted((int(r["tp"]), float(r["bytes_sent"]) / 1024) for r in sel
+                         if r["strategy"] == s and int(r["axis"]) == axis)
+            if not pts:
+                continue
+            if all(b == 0 for _, b in pts):
+                zero.append(s)
+                continue
+            style = {"gather": dict(marker="s", ms=9, ls="-", mfc="none"), "owner": dict(marker="o", ms=4, ls="--")}.get(
+                s, dict(marker="o", ms=5, ls="-"))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=STRATEGY_COLORS[s],
+                    label=s + (" (= gather)" if s == "owner" else ""), **style)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks([2, 4, 8])
+        ax.set_xticklabels(["2", "4", "8"])
+        ax.set_ylim(floor / 1.5, None)
+        ax.axhline(2048, color="grey", lw=0.9, ls=":", label="size of the whole matrix (2 MiB)")
+        if zero:
+            ax.scatter([2, 4, 8], [floor] * 3, marker="v", color="black", s=26, zorder=5)
+            ax.text(2.1, floor * 1.25, f"0 B: {', '.join(zero)} (no communication)", fontsize=7.5)
+        ax.set_xlabel("tensor-parallel degree tp (ranks)")
+        ax.set_title(f"dim-{axis} split of 512×1024 (Gram over the {'1024' if axis == 0 else '512'}-long unsharded axis)")
+    axes[0].set_ylabel("bytes sent by the busiest rank (KiB, log scale)")
+    axes[0].legend(loc="center right", fontsize=8)
+    fig.suptitle("What exactness costs per 512×1024 fp32 matrix: gather/owner move (tp-1)/tp of it once; the all-reduce "
+                 "strategies move a Gram per step,\nmore bytes here, least when the long axis is split (smaller Gram)",
+                 fontsize=10.5)
+    fig.tight_layout()
+    figs.save(fig, "bytes_vs_tp", "communication bytes vs tp per strategy", ["sweep.csv"])
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(argv) == 2 else 2
+    out_dir = argv[1]
+    if not os.path.isdir(out_dir):
+        print(f"{out_dir} is not a folder: run `nsv report --out-dir {out_dir}` first")
+        return 2
+    figs = Figures(out_dir)
+    sweep = read_csv(os.path.join(out_dir, "sweep.csv")) or []
+    divergence_vs_tp(figs, sweep)
+    divergence_vs_aspect(figs, read_csv(os.path.join(out_dir, "aspect_sweep.csv")))
+    divergence_vs_spectrum(figs, read_csv(os.path.join(out_dir, "spectrum_sweep.csv")))
+    step_strategies(figs, read_csv(os.path.join(out_dir, "step.csv")))
+    amplification(figs, read_csv(os.path.join(out_dir, "amplification.csv")))
+    bytes_vs_tp(figs, sweep)
+    figs.write_index()
+    if not figs.index:
+        print(f"no report data in {out_dir}: nothing to draw")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
