@@ -61,6 +61,11 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+def ordered_unique(values):
+    """The distinct values in order of first appearance (the sweep's own order)."""
+    return list(dict.fromkeys(values))
+
+
 def mean(xs):
     xs = list(xs)
     return sum(xs) / len(xs) if xs else float("nan")
@@ -170,10 +175,7 @@ def divergence_vs_aspect(figs, rows):
 def divergence_vs_spectrum(figs, rows):
     if not rows:
         return
-    spectra = []
-    for r in rows:
-        if r["spectrum"] not in spectra:
-            spectra.append(r["spectrum"])
+    spectra = ordered_unique(r["spectrum"] for r in rows)
     tps = sorted({int(r["tp"]) for r in rows})
     fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.2), sharey=True)
     width = 0.8 / len(tps)
@@ -262,10 +264,7 @@ def step_strategies(figs, rows):
 def amplification(figs, rows):
     if not rows:
         return
-    spectra = []
-    for r in rows:
-        if r["spectrum"] not in spectra:
-            spectra.append(r["spectrum"])
+    spectra = ordered_unique(r["spectrum"] for r in rows)
     cols = [
         ("whole_amp", "whole NS: rank- vs reverse-order gradient", "black", "-", "o"),
         ("gram_allreduce_order_amp", "gram_allreduce: Gram all-reduce order", "#2ca02c", "-", "s"),
@@ -339,6 +338,59 @@ def bytes_vs_tp(figs, rows):
     figs.save(fig, "bytes_vs_tp", "communication bytes vs tp per strategy", ["sweep.csv"])
 
 
+# The audit's plans (totals.plans[].name) drawn in the step-time figure, each with its own style.
+PLAN_STYLES = {
+    "shard": dict(color="#d62728", ls="--", marker="o"),
+    "gather": dict(color="#1f77b4", marker="s"),
+    "owner": dict(color="#ff7f0e", marker="o"),
+    "gram_allreduce": dict(color="#2ca02c", marker="^"),
+    "gram_restart_allreduce": dict(color="#17becf", marker="v"),
+    "per_head+cheapest_bit_identical": dict(color="#9467bd", marker="D", ls=":"),
+}
+
+
+def step_time_vs_tp(figs, out_dir):
+    """Estimated optimizer-step time of each plan vs tp, from the audits' JSON (alpha-beta model)."""
+    audit_dir = os.path.join(out_dir, "audit")
+    if not os.path.isdir(audit_dir):
+        return
+    models = {}
+    for name in sorted(os.listdir(audit_dir)):
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(audit_dir, name)) as f:
+            try:
+                j = json.load(f)
+            except ValueError:
+                continue
+        stem = name.rsplit("_tp", 1)[0]
+        for plan in j["totals"]["plans"]:
+            models.setdefault(stem, {}).setdefault(plan["name"], []).append((int(j["tp"]), plan["step_time_s"] * 1e3))
+    shown = [m for m in ("llama-3-8b", "llama-3-70b", "qwen2.5-7b", "mistral-7b-v0.1") if m in models]
+    if not shown:
+        return
+    fig, axes = plt.subplots(1, len(shown), figsize=(3.6 * len(shown), 4.0), sharey=False)
+    axes = axes if len(shown) > 1 else [axes]
+    for ax, model in zip(axes, shown):
+        for plan, style in PLAN_STYLES.items():
+            pts = sorted(models[model].get(plan, []))
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], label=plan, **style)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks([2, 4, 8])
+        ax.set_xticklabels(["2", "4", "8"])
+        ax.set_xlabel("tensor-parallel degree tp (ranks)")
+        ax.set_title(model, fontsize=10)
+    axes[0].set_ylabel("estimated NS time per optimizer step (ms, log)")
+    axes[-1].legend(fontsize=7, loc="best")
+    fig.suptitle("Estimated Muon NS time per optimizer step (H200 bf16 rate, NVLink, alpha-beta model): `shard` (dashed) "
+                 "is the inexact AutoTP baseline;\nthe exact owner plans (alone or with per-head q/k/v) scale with tp, "
+                 "gather and the all-reduce plans do not", fontsize=10)
+    fig.tight_layout()
+    figs.save(fig, "step_time_vs_tp", "estimated optimizer-step time per strategy vs tp", ["audit/*.json"])
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -355,6 +407,7 @@ def main(argv):
     step_strategies(figs, read_csv(os.path.join(out_dir, "step.csv")))
     amplification(figs, read_csv(os.path.join(out_dir, "amplification.csv")))
     bytes_vs_tp(figs, sweep)
+    step_time_vs_tp(figs, out_dir)
     figs.write_index()
     if not figs.index:
         print(f"no report data in {out_dir}: nothing to draw")

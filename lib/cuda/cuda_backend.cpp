@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "cuda_internal.hpp"
+#include "normalize.hpp"
 #include "cuda_ops.hpp"
 #include "device.hpp"
 #include "ns_algorithm.hpp"
@@ -289,8 +290,8 @@ class CudaBackend final : public Backend {
     }
     for (const auto& c : carriers)
       if (c.rows != gram_dim) throw std::invalid_argument("shards disagree on the unsharded dimension");
-    // The norm's square: a scalar all-reduce with fp32 on the wire, as in normalize.cpp.
-    const double den = denominator(nd, comm.all_reduce_scalar(partial, DType::fp32), cfg.eps);
+    // The norm's square: a scalar all-reduce in the wire dtype of normalize.cpp (fp32, fp64 for fp64).
+    const double den = denominator(nd, comm.all_reduce_scalar(partial, nsv::detail::norm_wire_dtype(cfg)), cfg.eps);
     std::vector<DeviceMatrix> y;
     for (const auto& c : carriers) y.push_back(divide(c, {den}, cfg));
     carriers.clear();

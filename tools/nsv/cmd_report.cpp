@@ -392,6 +392,10 @@ struct ReportCommand {
           continue;
         }
         write_file_atomically(file.string(), output);
+        // The same audit as JSON, for the step-time figure (plot_report.py: step_time_vs_tp).
+        std::string json;
+        if (capture(fmt::format("{} audit --config {} --tp {} --json", shell_quote(exe), shell_quote(cfg.string()), tp), json) == 0)
+          write_file_atomically((fs::path(file).replace_extension(".json")).string(), json);
         text += fmt::format("- tp={}: [`audit/{}`](audit/{})\n", tp, file.filename().string(), file.filename().string());
         const auto rec = output.find("**Recommendation.**");
         if (rec != std::string::npos) {
@@ -798,6 +802,10 @@ struct ReportCommand {
          "matrix of a layer with its AutoTP role and shard sizes, which strategies are exact for it, and each strategy's "
          "bytes, FLOPs and memory; below are its recommendations at tp 2, 4 and 8, with the full audits linked.\n\n" +
          audits + "\n";
+    o += figure("step_time_vs_tp", "estimated optimizer-step time per strategy vs tp");
+    o += "\n*Estimated NS time per optimizer step* (all layers, alpha-beta model of `nsv audit`: the busiest rank's FLOPs at "
+         "an H200's dense bf16 rate, plus per-message latency and bytes over an NVLink-class link; flags of `nsv audit` "
+         "change all three): `shard` is the inexact baseline, the exact plans are compared with it.\n\n";
     o += "*What to conclude:* per-head NS covers only q/k/v, a minority of each model's Muon parameters and NS FLOPs; making "
          "the whole layer tp-independent needs one of the exact strategies for o_proj and the MLP, and the audits give its "
          "cost against today's `shard` path for real shapes.\n\n";

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# One command for the performance report (SPEC issue 8):
+#   tools/bench/run_all.sh [BUILD_DIR]        (default build-perf; results in BUILD_DIR/bench-results)
+# Builds nsv + nsv_bench, runs the Google Benchmark suite (JSON), the PyTorch comparison
+# (tools/bench/torch_ns.py, same shapes, same thread count), the sweep throughput at 1 and 2
+# threads and the peak-memory measurement, then writes reports/performance.md.
+# Environment: QUICK=1 drops 4096x4096 from the torch run (the slowest part, ~1 min);
+#   STAGES="bench torch sweep memory" (default: all) reruns only some stages, keeping the other
+#   stages' result files, then rewrites the report.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:-$ROOT/build-perf}
+OUT=$BUILD/bench-results
+PY=/usr/bin/python3
+mkdir -p "$OUT"
+cd "$ROOT"
+
+echo "== build ($BUILD)"
+if [ ! -f "$BUILD/build.ninja" ] && [ ! -f "$BUILD/Makefile" ]; then
+  cmake -S "$ROOT" -B "$BUILD" -DNSV_WITH_CUDA=OFF -G Ninja
+fi
+cmake --build "$BUILD" --target nsv nsv_bench
+NSV=$BUILD/tools/nsv/nsv
+BENCH=$BUILD/tools/bench/nsv_bench
+
+export OPENBLAS_NUM_THREADS=1
+STAGES=${STAGES:-bench torch sweep memory}
+has() { if [[ " $STAGES " == *" $1 "* ]]; then echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $(uptime)" > "$OUT/stage_$1"; return 0; fi; return 1; }
+
+if has bench; then
+echo "== Google Benchmark suite (1 thread)"
+OMP_NUM_THREADS=1 "$BENCH" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$OUT/nsv_bench.json" --benchmark_out_format=json | tee "$OUT/nsv_bench.txt"
+fi
+
+if has torch; then
+echo "== PyTorch comparison (1 thread)"
+rm -f "$OUT/torch.json" "$OUT/torch_4096.json" "$OUT/torch.skipped"
+if $PY -c 'import torch' 2>/dev/null; then
+  SHAPES=256x256,512x1024,1024x1024,1024x4096
+  $PY tools/bench/torch_ns.py --threads 1 --shapes $SHAPES --dtypes fp32 --repeat 3 --warmup 1 \
+    --json "$OUT/torch.json" | tee "$OUT/torch.txt"
+  if [ "${QUICK:-0}" != 1 ]; then
+    $PY tools/bench/torch_ns.py --threads 1 --shapes 4096x4096 --dtypes fp32 --repeat 1 --warmup 0 \
+      --json "$OUT/torch_4096.json" | tee -a "$OUT/torch.txt"
+  fi
+else
+  echo "python3-torch not importable by $PY: PyTorch comparison skipped" | tee "$OUT/torch.skipped"
+fi
+fi
+
+if has sweep; then
+echo "== sweep throughput (1 vs 2 threads)"
+: > "$OUT/sweep.jsonl"
+SWEEP=(sweep --shapes 128x256,256x256 --tp 1,2,4 --axis 0,1 --kernel standard,gram
+       --strategy shard,gather,gram_allreduce --seeds 16 --quiet --json)
+for t in 1 2 1 2; do   # interleaved, twice each: medians of side-by-side runs
+  /usr/bin/time -f '%e %U %S' -o "$OUT/sweep_t${t}.time.tmp" env OMP_NUM_THREADS=$t "$NSV" "${SWEEP[@]}" --threads $t \
+    > "$OUT/sweep_t${t}.json.tmp"
+  $PY - "$OUT/sweep_t${t}.json.tmp" "$OUT/sweep_t${t}.time.tmp" "$t" >> "$OUT/sweep.jsonl" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1])); s = j["summary"]
+wall, user, sys_ = map(float, open(sys.argv[2]).read().split()[-3:])
+print(json.dumps(dict(threads=int(sys.argv[3]), ran=s["ran"], cases=s["cases"], engine_seconds=s["seconds"],
+                      wall_seconds=wall, cpu_seconds=user + sys_, cpu_utilisation=(user + sys_) / wall)))
+PYEOF
+done
+rm -f "$OUT"/sweep_t*.tmp
+# Control: the CPU share two independent busy processes get right now (200% on an idle 2-core box).
+/usr/bin/time -f '%P' -o "$OUT/control.tmp" bash -c 'timeout 3 yes >/dev/null & timeout 3 yes >/dev/null; wait' || true
+echo "{\"control_two_busy_loops_cpu_percent\": $(tr -d '%' < "$OUT/control.tmp")}" > "$OUT/sweep_control.json"
+rm -f "$OUT/control.tmp"
+cat "$OUT/sweep.jsonl" "$OUT/sweep_control.json"
+fi
+
+if has memory; then
+echo "== peak memory (nsv ns, /usr/bin/time -v)"
+$PY - "$OUT" <<'PYEOF'
+import numpy as np, sys
+out = sys.argv[1]
+rng = np.random.default_rng(0)
+for r, c in [(8, 8), (4096, 4096), (2048, 8192)]:
+    np.save("%s/mem_%dx%d.npy" % (out, r, c), rng.standard_normal((r, c), dtype=np.float32))
+PYEOF
+: > "$OUT/memory.jsonl"
+for case in "8x8 standard 5" "4096x4096 standard 1" "8x8 gram 5" "2048x8192 gram 3"; do
+  set -- $case
+  OMP_NUM_THREADS=1 /usr/bin/time -v -o "$OUT/mem.time.tmp" "$NSV" ns --input "$OUT/mem_$1.npy" --kernel $2 \
+    --dtype fp32 --steps $3 --json > "$OUT/mem.json.tmp"
+  rss=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$OUT/mem.time.tmp")
+  echo "{\"shape\": \"$1\", \"kernel\": \"$2\", \"steps\": $3, \"max_rss_kib\": $rss}" >> "$OUT/memory.jsonl"
+done
+rm -f "$OUT"/mem.*.tmp "$OUT"/mem_*.npy
+cat "$OUT/memory.jsonl"
+fi
+
+echo "== report"
+$PY tools/bench/write_report.py "$OUT" reports/performance.md
+echo "wrote reports/performance.md"
