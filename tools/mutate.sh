@@ -35,9 +35,10 @@ rm -rf "$tree" && mkdir -p "$tree"
 [ -f "$build/build.ninja" ] || cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNSV_WITH_CUDA=OFF >/dev/null
 
 run_gate() {  # $1: log file. Prints the failed Boost test cases (suite/case), one per line.
-  ctest --test-dir "$build" -L gate --output-on-failure --timeout 900 >"$1" 2>&1 || true
-  grep -oE 'error: in "[^"]+"' "$1" | sed -E 's/error: in "([^"]+)"/\1/' | sort -u
-  grep -E '^\s*[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Timeout|Exception)' "$1" | sed -E 's/.*: ([^ ]+) .*/ctest:\1/' | sort -u
+  ctest --test-dir "$build" -L gate -j "$(nproc)" --output-on-failure --timeout 900 >"$1" 2>&1 || true
+  { grep -oE 'error: in "[^"]+"' "$1" || true; } | sed -E 's/error: in "([^"]+)"/\1/' | sort -u
+  { grep -E '^\s*[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Timeout|Exception)' "$1" || true; } |
+    sed -E 's/.*: ([^ ]+) .*/ctest:\1/' | sort -u
 }
 
 echo "mutate: building the unmutated copy in $build" >&2

@@ -431,7 +431,9 @@ struct ReportCommand {
     if (capture("git rev-parse --short HEAD", commit) != 0) commit = "unknown (not a git checkout)";
     commit = trim(commit);
     std::string status;
-    if (capture("git status --porcelain --untracked-files=no", status) == 0 && !trim(status).empty())
+    // The report's own outputs (the output folder) are not changes to the code that produced it.
+    if (capture("git status --porcelain --untracked-files=no -- . " + shell_quote(":(exclude)" + out_dir), status) == 0 &&
+        !trim(status).empty())
       dirty = " (with uncommitted changes in tracked files)";
     const std::string command = own_command_line();
     std::string& o = md;
