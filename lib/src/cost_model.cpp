@@ -116,20 +116,6 @@ std::pair<std::int64_t, std::int64_t> shard_shape(const Layout& layout, std::int
   return layout.axis == 0 ? std::pair{w, cols} : std::pair{rows, w};
 }
 
-std::string per_head_inapplicable_reason(const Layout& layout, std::int64_t head_dim) {
-  // The same conditions and words as strategies.cpp's check_per_head_applies.
-  if (layout.axis != 0)
-    return "per_head applies to dim-0 (column-parallel) splits only: a dim-1 (row-parallel) split cuts the "
-           "input axis, which per-head NS does not batch over (o_proj, down_proj). Use gather, owner or "
-           "gram_allreduce for this matrix.";
-  if (head_dim < 1) return "per_head needs the head dimension (--heads, or --head-dim) of a matrix with heads on dim 0";
-  for (int r = 0; r < layout.tp(); ++r)
-    if (layout.width(r) % head_dim != 0)
-      return "per_head: rank " + std::to_string(r) + " holds " + std::to_string(layout.width(r)) +
-             " rows, not a whole number of heads of " + std::to_string(head_dim) + " rows; the shards must be head-aligned";
-  return {};
-}
-
 StrategyPlan plan_strategy(Strategy s, const Layout& layout, std::int64_t rows, std::int64_t cols, std::int64_t head_dim,
                            const NsConfig& cfg, const StrategyOptions& opt) {
   cfg.validate();

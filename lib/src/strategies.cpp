@@ -56,6 +56,19 @@ ShardedMatrix shard_matrix(const MatD& g, const Layout& layout, std::int64_t hea
   return {split(g, layout), layout, head_dim};
 }
 
+std::string per_head_inapplicable_reason(const Layout& layout, std::int64_t head_dim) {
+  if (layout.axis != 0)
+    return "per_head applies to dim-0 (column-parallel) splits only: a dim-1 (row-parallel) split cuts the "
+           "input axis, which per-head NS does not batch over (o_proj, down_proj). Use gather, owner or "
+           "gram_allreduce for this matrix.";
+  if (head_dim < 1) return "per_head needs the head dimension of a matrix with heads on dim 0 (nsv shard: --heads H)";
+  for (int r = 0; r < layout.tp(); ++r)
+    if (layout.width(r) % head_dim != 0)
+      return "per_head: rank " + std::to_string(r) + " holds " + std::to_string(layout.width(r)) +
+             " rows, not a whole number of heads of " + std::to_string(head_dim) + " rows; the shards must be head-aligned";
+  return {};
+}
+
 namespace {
 
 std::uint64_t bytes_of(std::int64_t elements, DType d) {
@@ -111,18 +124,8 @@ StrategyRun run_gather(const Backend& b, const ShardedMatrix& m, const NsConfig&
 }
 
 void check_per_head_applies(const ShardedMatrix& m) {
-  if (m.layout.axis != 0)
-    throw std::invalid_argument(
-        "per_head applies to dim-0 (column-parallel) splits only: a dim-1 (row-parallel) split cuts the "
-        "input axis, which per-head NS does not batch over (o_proj, down_proj). Use gather, owner or "
-        "gram_allreduce for this matrix.");
-  if (m.head_dim < 1)
-    throw std::invalid_argument("per_head needs the head dimension (--heads, or --head-dim) of a matrix with heads on dim 0");
-  for (int r = 0; r < m.layout.tp(); ++r)
-    if (m.layout.width(r) % m.head_dim != 0)
-      throw std::invalid_argument("per_head: rank " + std::to_string(r) + " holds " + std::to_string(m.layout.width(r)) +
-                                  " rows, not a whole number of heads of " + std::to_string(m.head_dim) +
-                                  " rows; the shards must be head-aligned");
+  if (const std::string why = per_head_inapplicable_reason(m.layout, m.head_dim); !why.empty())
+    throw std::invalid_argument(why);
 }
 
 // Each rank recomputes its head count from its shard: num_heads_local = rows_local / head_dim.

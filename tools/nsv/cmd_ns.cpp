@@ -1,5 +1,7 @@
 // nsv ns: the kernel on one matrix or a batch, with optional timing.
 #include <algorithm>
+#include <fmt/format.h>
+#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -25,10 +27,22 @@ struct NsCommand {
     const NsConfig cfg = ns.config();
     const NpyArray array = read_npy(input);
     const Batch batch = array.batch();
-    for (const auto& m : batch)
+    const DType nd = normalization_dtype(cfg);
+    const double largest = nd == DType::fp64 ? std::numeric_limits<double>::max()
+                           : nd == DType::fp32 ? double(std::numeric_limits<float>::max())
+                           : nd == DType::bf16 ? double(std::numeric_limits<Eigen::bfloat16>::max())
+                                               : double(std::numeric_limits<Eigen::half>::max());
+    for (const auto& m : batch) {
       if (!all_finite(m))
         throw std::invalid_argument(input + ": the input holds NaN or Inf; NS of a non-finite matrix is non-finite "
                                             "(Muon skips such a step). Clean the input first.");
+      // The kernel divides by the norm in the normalization dtype: an overflowing norm turns the
+      // whole result into zeros (DeepSpeed's kernels do the same). Refuse rather than write them.
+      if (const double norm = m.norm(); norm > largest)
+        throw std::invalid_argument(input + ": the Frobenius norm " + fmt::format("{:.4g}", norm) + " overflows " +
+                                    std::string(dtype_name(nd)) + ", the dtype the " + std::string(kernel_name(cfg.kernel)) +
+                                    " kernel normalizes in, so the result would be all zeros; scale the input down");
+    }
     const auto engine = make_backend(backend);
     std::vector<double> seconds;
     Batch result;

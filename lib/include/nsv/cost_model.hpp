@@ -64,10 +64,6 @@ StrategyPlan plan_strategy(Strategy, const Layout&, std::int64_t rows, std::int6
 StrategyPlan plan_owner(const Layout&, std::int64_t rows, std::int64_t cols, const NsConfig&, const StrategyOptions&,
                         int owner_rank);
 
-// The same checks run_strategy makes for per_head, without throwing: empty when it applies,
-// otherwise the reason.
-std::string per_head_inapplicable_reason(const Layout&, std::int64_t head_dim);
-
 struct RankCost {
   std::uint64_t flops = 0, bytes_sent = 0, bytes_received = 0, messages = 0, extra_memory = 0;
   double compute_s = 0, latency_s = 0, bandwidth_s = 0;

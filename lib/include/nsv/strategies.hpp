@@ -54,6 +54,10 @@ struct StrategyRun {
   std::vector<std::uint64_t> extra_memory;
 };
 
+// Whether per_head applies to a layout: empty when it does, otherwise the reason (the message
+// run_strategy throws, and what the cost model and the audit report).
+std::string per_head_inapplicable_reason(const Layout&, std::int64_t head_dim);
+
 // Throws std::invalid_argument with a message saying what to change when the strategy does not
 // apply (per_head on a dim-1 split, without head metadata, or on shards that cut a head).
 StrategyRun run_strategy(Strategy, const Backend&, const ShardedMatrix&, const NsConfig&,
