@@ -9,6 +9,7 @@
 
 #include "audit_support.hpp"
 #include "check.hpp"
+#include "oracle.hpp"
 #include "nsv/audit.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/spectra.hpp"
@@ -20,10 +21,7 @@ using namespace nsv::audit_props;
 
 namespace {
 
-const Backend& cpu() {
-  static const auto b = make_cpu_backend();
-  return *b;
-}
+using nsv::props::cpu;  // one CPU backend per executable (oracle.hpp)
 
 AuditOptions options(int tp, std::int64_t grain = 1) {
   AuditOptions o;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "oracle.hpp"
 #include "generators.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/cost_model.hpp"
@@ -20,10 +21,7 @@ using namespace nsv;
 
 namespace {
 
-const Backend& cpu() {
-  static const auto b = make_cpu_backend();
-  return *b;
-}
+using nsv::props::cpu;  // one CPU backend per executable (oracle.hpp)
 
 std::string describe(const Ledger& l) {
   std::ostringstream s;

@@ -18,6 +18,7 @@
 
 #include "audit_support.hpp"
 #include "check.hpp"
+#include "oracle.hpp"
 #include "nsv/audit.hpp"
 
 using namespace nsv;
@@ -25,10 +26,7 @@ using namespace nsv::audit_props;
 
 namespace {
 
-const Backend& cpu() {
-  static const auto b = make_cpu_backend();
-  return *b;
-}
+using nsv::props::cpu;  // one CPU backend per executable (oracle.hpp)
 
 NsConfig fp32_gram() {
   NsConfig c;
