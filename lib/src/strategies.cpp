@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nsv/cost_model.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/per_head.hpp"
 
@@ -71,16 +72,6 @@ std::string per_head_inapplicable_reason(const Layout& layout, std::int64_t head
 
 namespace {
 
-std::uint64_t bytes_of(std::int64_t elements, DType d) {
-  return static_cast<std::uint64_t>(elements) * static_cast<std::uint64_t>(bytes_per_element(d));
-}
-
-std::int64_t total_elements(const ShardedMatrix& m) {
-  std::int64_t n = 0;
-  for (const auto& s : m.shards) n += s.size();
-  return n;
-}
-
 StrategyRun empty_run(Strategy s, int tp) {
   StrategyRun run{s, {}, {}, std::vector<std::uint64_t>(static_cast<std::size_t>(tp), 0),
                   std::vector<std::uint64_t>(static_cast<std::size_t>(tp), 0)};
@@ -99,7 +90,6 @@ StrategyRun run_shard(const Backend& b, const ShardedMatrix& m, const NsConfig& 
   for (std::size_t r = 0, k = 0; r < m.shards.size(); ++r) {
     const auto& s = m.shards[r];
     run.outputs[r] = s.size() > 0 ? out[k++] : s;
-    run.flops[r] = s.size() > 0 ? ns_flops(cfg, s.rows(), s.cols()) : 0;
   }
   run.ledger = comm->ledger();
   return run;
@@ -115,10 +105,6 @@ StrategyRun run_gather(const Backend& b, const ShardedMatrix& m, const NsConfig&
   // Every rank computes the same NS of the same matrix; the simulation computes it once.
   const MatD x = newton_schulz(b, full, cfg);
   run.outputs = split(x, m.layout);
-  for (std::size_t r = 0; r < run.flops.size(); ++r) {
-    run.flops[r] = ns_flops(cfg, full.rows(), full.cols());
-    run.extra_memory[r] = bytes_of(full.size(), opt.storage) * 2;  // gathered input and full result
-  }
   run.ledger = comm->ledger();
   return run;
 }
@@ -141,7 +127,6 @@ StrategyRun run_per_head(const Backend& b, const ShardedMatrix& m, const NsConfi
     }
     const std::int64_t local_heads = s.rows() / m.head_dim;
     run.outputs[r] = per_head_ns(b, s, local_heads, cfg);
-    run.flops[r] = static_cast<std::uint64_t>(local_heads) * ns_flops(cfg, m.head_dim, s.cols());
   }
   run.ledger = comm->ledger();
   return run;
@@ -154,11 +139,7 @@ StrategyRun run_allreduce(Strategy s, const Backend& b, const ShardedMatrix& m, 
   const Iteration it = s == Strategy::gram_allreduce ? Iteration::standard : Iteration::gram;
   ShardedResult res = b.newton_schulz_sharded(m.shards, m.layout.axis, it, *comm, cfg);
   run.outputs = std::move(res.shards);
-  run.flops = std::move(res.flops_per_rank);
-  // The Gram is formed over the unsharded axis; each rank holds it and the polynomial of it
-  // (two n x n matrices; the gram iteration also carries Q: three).
-  const std::int64_t n = m.layout.axis == 0 ? m.shards[0].cols() : m.shards[0].rows();
-  for (auto& e : run.extra_memory) e = bytes_of(n * n * (it == Iteration::gram ? 3 : 2), cfg.dtype);
+  run.flops = std::move(res.flops_per_rank);  // counted by the iteration that ran
   run.ledger = comm->ledger();
   return run;
 }
@@ -180,8 +161,6 @@ StrategyRun run_owner(const Backend& b, const ShardedMatrix& m, const NsConfig& 
   back[owner] = blocks;
   const auto returned = comm->all_to_all(back, opt.storage);
   for (std::size_t r = 0; r < returned.size(); ++r) run.outputs[r] = returned[r][owner];
-  run.flops[owner] = ns_flops(cfg, full.rows(), full.cols());
-  run.extra_memory[owner] = bytes_of(total_elements(m), opt.storage) * 2;
   run.ledger = comm->ledger();
   return run;
 }
@@ -193,15 +172,26 @@ StrategyRun run_strategy(Strategy s, const Backend& b, const ShardedMatrix& m, c
   cfg.validate();
   if (static_cast<int>(m.shards.size()) != m.layout.tp())
     throw std::invalid_argument("one shard per rank of the layout is required");
-  switch (s) {
-    case Strategy::shard: return run_shard(b, m, cfg);
-    case Strategy::gather: return run_gather(b, m, cfg, opt);
-    case Strategy::per_head: return run_per_head(b, m, cfg);
-    case Strategy::gram_allreduce:
-    case Strategy::gram_restart_allreduce: return run_allreduce(s, b, m, cfg, opt);
-    case Strategy::owner: return run_owner(b, m, cfg, opt);
-  }
-  throw std::logic_error("unhandled strategy");
+  StrategyRun run = [&] {
+    switch (s) {
+      case Strategy::shard: return run_shard(b, m, cfg);
+      case Strategy::gather: return run_gather(b, m, cfg, opt);
+      case Strategy::per_head: return run_per_head(b, m, cfg);
+      case Strategy::gram_allreduce:
+      case Strategy::gram_restart_allreduce: return run_allreduce(s, b, m, cfg, opt);
+      case Strategy::owner: return run_owner(b, m, cfg, opt);
+    }
+    throw std::logic_error("unhandled strategy");
+  }();
+  // FLOPs and memory follow from the shapes alone: one accounting, the cost model's, serves the
+  // simulation and the audit. The all-reduce strategies keep the FLOPs their iteration counted
+  // (the cost model runs the same iteration on shapes; the properties check the two agree).
+  const std::int64_t rows = m.layout.axis == 0 ? m.layout.dim : m.shards[0].rows();
+  const std::int64_t cols = m.layout.axis == 0 ? m.shards[0].cols() : m.layout.dim;
+  StrategyPlan plan = plan_strategy(s, m.layout, rows, cols, m.head_dim, cfg, opt);
+  run.extra_memory = std::move(plan.extra_memory);
+  if (s != Strategy::gram_allreduce && s != Strategy::gram_restart_allreduce) run.flops = std::move(plan.flops);
+  return run;
 }
 
 MatD target_result(Target t, const Backend& b, const MatD& g, std::int64_t head_dim, const NsConfig& cfg) {
