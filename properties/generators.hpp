@@ -213,6 +213,11 @@ inline rc::Gen<Accumulate> accumulations(DType d) {
   return rc::gen::weightedElement<Accumulate>({{3, Accumulate::fp32}, {1, Accumulate::compute}});
 }
 
+// Both ways of computing the n x n products; the default (symmetric) drawn more often.
+inline rc::Gen<Products> products() {
+  return rc::gen::weightedElement<Products>({{3, Products::symmetric}, {1, Products::full}});
+}
+
 inline rc::Gen<CoeffSchedule> schedules() {
   return rc::gen::map(rc::gen::weightedElement<std::string>({{4, "keller"}, {1, "you"}, {1, "polar_express"}}),
                       [](const std::string& name) { return builtin_schedule(name); });
@@ -225,13 +230,14 @@ inline rc::Gen<int> step_counts() {
 
 // A whole kernel configuration; the fixed parts can be pinned by the caller afterwards.
 inline rc::Gen<NsConfig> ns_configs() {
-  return rc::gen::mapcat(rc::gen::tuple(kernels(), dtypes(), schedules(), step_counts()), [](const auto& t) {
-    const auto& [kernel, dtype, schedule, steps] = t;
+  return rc::gen::mapcat(rc::gen::tuple(kernels(), dtypes(), schedules(), step_counts(), products()), [](const auto& t) {
+    const auto& [kernel, dtype, schedule, steps, how] = t;
     return rc::gen::map(accumulations(dtype), [=](Accumulate acc) {
       NsConfig cfg;
       cfg.kernel = kernel;
       cfg.dtype = dtype;
       cfg.accumulate = acc;
+      cfg.products = how;
       cfg.coeffs = schedule;
       cfg.steps = steps;
       return cfg;
@@ -594,6 +600,6 @@ inline void showValue(Kernel k, std::ostream& os) { os << kernel_name(k); }
 inline void showValue(Accumulate a, std::ostream& os) { os << "accumulate=" << accumulate_name(a); }
 inline void showValue(const NsConfig& c, std::ostream& os) {
   os << kernel_name(c.kernel) << ' ' << dtype_name(c.dtype) << " accumulate=" << accumulate_name(c.accumulate)
-     << ' ' << c.coeffs.name << " steps=" << c.steps;
+     << " products=" << products_name(c.products) << ' ' << c.coeffs.name << " steps=" << c.steps;
 }
 }  // namespace nsv

@@ -95,44 +95,51 @@ bool is_zero(const MatD& m) { return (m.array() == 0.0).all(); }
 
 BOOST_AUTO_TEST_SUITE(golden_deepspeed)
 
-// [bounded] fp32 ns and per_head cases: DeepSpeed's distance to the float64 map is within the
-// tolerance row golden_fp32 (2 x our own fp32 distance); zero inputs give exact zeros.
+// [bounded] fp32 ns and per_head cases, with both ways of computing the n x n products:
+// DeepSpeed's distance to the float64 map is within the tolerance row golden_fp32 (2 x our own
+// fp32 distance); zero inputs give exact zeros. products=full computes what PyTorch computes, so
+// it is where bit-identical results show.
 BOOST_AUTO_TEST_CASE(fp32_cases_match_deepspeed_within_our_own_rounding) {
   ++tally().quantified;
-  int checked = 0, bit_identical = 0;
-  double worst_agreement = 0, worst_ratio = 0;
-  std::map<std::string, double> worst_by_config;
-  for (const auto& c : kManifest.at("cases")) {
-    if (c["kind"] == "muon_update" || c["compute_dtype"] != "fp32") continue;
-    const GoldenCase g = golden_case(c);
-    BOOST_TEST_CONTEXT("golden case " << g.name) {
-      const MatD ours = g.run(g.cfg), oracle = g.run(oracle_config(g.cfg));
-      BOOST_CHECK(all_finite(ours) && all_finite(g.expected));
-      if (c.contains("output_has_nan")) BOOST_CHECK_EQUAL(c.at("output_has_nan").get<bool>(), !all_finite(g.expected));
-      if (is_zero(oracle)) {
-        BOOST_CHECK(is_zero(ours) && is_zero(g.expected));
+  for (const Products how : {Products::full, Products::symmetric}) {
+    int checked = 0, bit_identical = 0;
+    double worst_agreement = 0, worst_ratio = 0;
+    std::map<std::string, double> worst_by_config;
+    for (const auto& c : kManifest.at("cases")) {
+      if (c["kind"] == "muon_update" || c["compute_dtype"] != "fp32") continue;
+      GoldenCase g = golden_case(c);
+      g.cfg.products = how;
+      BOOST_TEST_CONTEXT("golden case " << g.name << ", products=" << products_name(how)) {
+        const MatD ours = g.run(g.cfg), oracle = g.run(oracle_config(g.cfg));
+        BOOST_CHECK(all_finite(ours) && all_finite(g.expected));
+        if (c.contains("output_has_nan")) BOOST_CHECK_EQUAL(c.at("output_has_nan").get<bool>(), !all_finite(g.expected));
+        if (is_zero(oracle)) {
+          BOOST_CHECK(is_zero(ours) && is_zero(g.expected));
+          ++checked;
+          continue;
+        }
+        const double own = rel_diff(ours, oracle), deepspeed = rel_diff(g.expected, oracle), agreement = rel_diff(ours, g.expected);
+        const Tolerance& tol = tolerance(Claim::golden_fp32, g.cfg.kernel, DType::fp32);
+        const double bound = tol.bound(0.0, own);
+        BOOST_TEST_MESSAGE(g.name << " products=" << products_name(how) << ": ours vs DeepSpeed " << agreement
+                                  << "; to the fp64 map: ours " << own << ", DeepSpeed " << deepspeed << " (bound " << bound << ")");
+        BOOST_CHECK_MESSAGE(deepspeed <= bound, "DeepSpeed's distance to the float64 map " << deepspeed << " exceeds " << bound
+                                                                                           << ": " << tol.derivation);
+        worst_agreement = std::max(worst_agreement, agreement);
+        bit_identical += compare_bits(ours, g.expected, DType::fp32).identical;
+        worst_ratio = std::max(worst_ratio, deepspeed / own);
+        const std::string config = std::string(kernel_name(g.cfg.kernel)) + " fp32 " + std::to_string(g.cfg.steps) + " steps";
+        worst_by_config[config] = std::max(worst_by_config[config], agreement);
         ++checked;
-        continue;
       }
-      const double own = rel_diff(ours, oracle), deepspeed = rel_diff(g.expected, oracle), agreement = rel_diff(ours, g.expected);
-      const Tolerance& tol = tolerance(Claim::golden_fp32, g.cfg.kernel, DType::fp32);
-      const double bound = tol.bound(0.0, own);
-      BOOST_TEST_MESSAGE(g.name << ": ours vs DeepSpeed " << agreement << "; to the fp64 map: ours " << own << ", DeepSpeed "
-                                << deepspeed << " (bound " << bound << ")");
-      BOOST_CHECK_MESSAGE(deepspeed <= bound, "DeepSpeed's distance to the float64 map " << deepspeed << " exceeds " << bound << ": "
-                                                                                         << tol.derivation);
-      worst_agreement = std::max(worst_agreement, agreement);
-      bit_identical += compare_bits(ours, g.expected, DType::fp32).identical;
-      worst_ratio = std::max(worst_ratio, deepspeed / own);
-      const std::string config = std::string(kernel_name(g.cfg.kernel)) + " fp32 " + std::to_string(g.cfg.steps) + " steps";
-      worst_by_config[config] = std::max(worst_by_config[config], agreement);
-      ++checked;
     }
+    for (const auto& [config, worst] : worst_by_config)
+      BOOST_TEST_MESSAGE("products=" << products_name(how) << ": worst rel. diff to DeepSpeed, " << config << ": " << worst);
+    BOOST_TEST_MESSAGE("products=" << products_name(how) << ": " << checked << " fp32 golden cases (" << bit_identical
+                                   << " non-zero ones bit-identical to DeepSpeed); worst rel. diff to DeepSpeed "
+                                   << worst_agreement << "; worst DeepSpeed/ours distance to the fp64 map " << worst_ratio);
+    BOOST_CHECK_GT(checked, 0);
   }
-  for (const auto& [config, worst] : worst_by_config) BOOST_TEST_MESSAGE("worst rel. diff to DeepSpeed, " << config << ": " << worst);
-  BOOST_TEST_MESSAGE(checked << " fp32 golden cases (" << bit_identical << " non-zero ones bit-identical to DeepSpeed); worst rel. diff to DeepSpeed " << worst_agreement
-                             << "; worst DeepSpeed/ours distance to the fp64 map " << worst_ratio);
-  BOOST_CHECK_GT(checked, 0);
 }
 
 // [bounded + reported] bf16 cases. DeepSpeed's ran on PyTorch's CPU bf16 GEMM (bf16 partial

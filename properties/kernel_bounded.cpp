@@ -167,6 +167,20 @@ NSV_PROPERTY(gram_matches_standard_within_rounding_in_narrow_dtypes, ()) {
                    tol.bound(rounding_bound(g.values, gram) + rounding_bound(g.values, standard)), tol.derivation);
 }
 
+// [bounded] The two ways of computing the n x n products (mirrored upper triangle, or both
+// triangles as PyTorch does) compute the same map within their own rounding, every dtype.
+NSV_PROPERTY(symmetric_products_match_full_products_within_rounding, ()) {
+  const TestMatrix g = *matrices();
+  NsConfig cfg = *any_config();
+  NsConfig symmetric = cfg, full = cfg;
+  symmetric.products = Products::symmetric;
+  full.products = Products::full;
+  const MatD of_symmetric = ns(g.values, symmetric), of_full = ns(g.values, full);
+  if (diverged_where_allowed(g.values, symmetric, {&of_symmetric}) | diverged_where_allowed(g.values, full, {&of_full})) return;
+  const Tolerance& tol = tolerance(Claim::products_agree, cfg.kernel, cfg.dtype);
+  RC_ASSERT_WITHIN(rel_diff(of_symmetric, of_full), tol.bound(2 * rounding_bound(g.values, cfg)), tol.derivation);
+}
+
 // K8 [bounded]. A 1 x n matrix has a single singular value x = ||g|| / (||g|| + eps), so
 // NS(g) = phi(x) g / ||g|| exactly (n x 1 follows by K1's exact transpose).
 NSV_PROPERTY(row_vector_maps_to_its_direction_times_the_scalar_map, ()) {

@@ -67,6 +67,27 @@ BOOST_AUTO_TEST_CASE(square_transposition_is_not_exact) {
   }
 }
 
+// Negative control for the products knob [quantified, must show]: mirroring the upper triangle
+// is a different rounding pattern from PyTorch's two independently computed triangles, so the
+// modes must differ in bits somewhere (else the knob, or the comparator, does nothing); their
+// distance is the bounded claim symmetric_products_match_full_products_within_rounding.
+BOOST_AUTO_TEST_CASE(symmetric_and_full_products_differ_in_bits) {
+  ++tally().quantified;
+  for (const Kernel k : {Kernel::standard, Kernel::gram}) {
+    int differ = 0, n = 0;
+    for (int seed = 0; seed < kSamples; ++seed) {
+      const MatD g = sample(gaussian_matrices(shapes_of(ShapeKind::wide)), 300 + seed).values;
+      if (std::min(g.rows(), g.cols()) < 8) continue;
+      ++n;
+      NsConfig symmetric = config(k, DType::fp32), full = symmetric;
+      full.products = Products::full;
+      differ += !compare_bits(ns(g, symmetric), ns(g, full), DType::fp32).identical;
+    }
+    BOOST_TEST_MESSAGE("products symmetric vs full, " << kernel_name(k) << " fp32: " << differ << " of " << n << " inputs differ in bits");
+    BOOST_CHECK_MESSAGE(differ > 0, "symmetric and full products gave the same bits on every input (" << kernel_name(k) << ")");
+  }
+}
+
 // K4 [quantified: measure whether exact]. Fraction of inputs on which a row or a column
 // permutation commutes with NS bit for bit, per kernel x dtype x accumulation. A permutation
 // of the rows reorders which inner products are formed but not their summation order; a column

@@ -178,7 +178,7 @@ std::vector<MatD> newton_schulz_group(cuda::Blas& blas, const std::vector<const 
   for (double s : sums) den.push_back(denominator(nd, s, cfg.eps));
   std::vector<DeviceMatrix> y;
   y.push_back(divide(carrier, den, cfg));
-  CudaOps ops(blas, cfg.dtype);
+  CudaOps ops(blas, cfg);
   detail::ShardedIteration<CudaOps> it(ops, nullptr, cfg, 1);
   it.run(y, kernel_iteration(cfg, carrier.rows, carrier.cols));
   return download_matrices(y[0], tall);
@@ -198,7 +198,7 @@ DeviceNsTiming time_device_ns(const CudaOptions& options, const MatD& g, const N
     const std::vector<double> sums = sums_of_squares(carrier);
     std::vector<DeviceMatrix> y;
     y.push_back(divide(carrier, {denominator(nd, sums[0], cfg.eps)}, cfg));
-    CudaOps ops(blas, cfg.dtype);
+    CudaOps ops(blas, cfg);
     detail::ShardedIteration<CudaOps> it(ops, nullptr, cfg, 1);
     it.run(y, kernel_iteration(cfg, carrier.rows, carrier.cols));
     const double ms = timer.stop_ms();
@@ -296,7 +296,7 @@ class CudaBackend final : public Backend {
     for (const auto& c : carriers) y.push_back(divide(c, {den}, cfg));
     carriers.clear();
     const Iteration chosen = gram_dim == other_dim ? Iteration::standard : iteration;
-    CudaOps ops(*blas_, cfg.dtype);
+    CudaOps ops(*blas_, cfg);
     detail::ShardedIteration<CudaOps> it(ops, &comm, cfg, shards.size());
     it.run(y, chosen);
     ShardedResult result;

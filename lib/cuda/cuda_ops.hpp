@@ -15,11 +15,15 @@
 //                      no bf16/fp16 form and no strided-batched form; one GEMM path for every
 //                      dtype and both modes keeps batched-vs-looped a question about GEMM alone.)
 //   square(S, alpha)   round(round(alpha S) S): PyTorch's `c * S @ S`, an elementwise scale, then
-//                      one GEMM, no mirror (S is symmetric in exact arithmetic only; see
-//                      CpuOps::square).
+//                      one GEMM, lower triangle mirrored from the upper one like gram's.
+//   symmetric_product(A, B)  round(A B), lower triangle mirrored (see ns_algorithm.hpp: A B is a
+//                      product of commuting polynomials in the Gram matrix). Both triangles are
+//                      computed and one is discarded; a triangle-only product would halve it.
+//                      With products=full neither square nor symmetric_product mirrors.
 //   matmul(A, B)       round(A B).
-//   lincomb(a, X, P)   round(round(a X) + P) elementwise.
+//   lincomb(a, X, P)   round(round(a X) + P) elementwise, written over P.
 //   add_diagonal(Z, a) Z_ii = round(Z_ii + a).
+//   recycle(M)         nothing: M's device buffer is freed as it goes.
 //   all_reduce         device -> host Mat<float> (Mat<double> for fp64), the Communicator's
 //                      all-reduce with the compute dtype on the wire, host -> device.
 //   scalar(v)          v rounded to fp32 (fp64 for fp64): PyTorch's opmath for a Python scalar.
@@ -31,6 +35,7 @@
 #include "device.hpp"
 #include "nsv/communicator.hpp"
 #include "nsv/dtype.hpp"
+#include "nsv/kernels.hpp"
 #include "nsv/matrix.hpp"
 
 namespace nsv::cuda_detail {
@@ -82,7 +87,8 @@ class CudaOps {
   using Matrix = DeviceMatrix;
   using Scalar = double;  // holds an fp32 value exactly for every dtype but fp64
 
-  CudaOps(cuda::Blas& blas, DType dtype) : blas_(blas), dtype_(dtype), elem_(elem_of(dtype)) {}
+  CudaOps(cuda::Blas& blas, const NsConfig& cfg)
+      : blas_(blas), dtype_(cfg.dtype), elem_(elem_of(cfg.dtype)), mirror_(cfg.products == Products::symmetric) {}
 
   Scalar scalar(double v) const { return dtype_ == DType::fp64 ? v : static_cast<double>(static_cast<float>(v)); }
   std::int64_t rows(const Matrix& m) const { return m.rows; }
@@ -99,7 +105,14 @@ class CudaOps {
     if (s.rows != s.cols) throw std::logic_error("CudaOps::square: matrix is not square");
     Matrix scaled(elem_, s.rows, s.cols, s.count);
     cuda::scale(elem_, alpha, s.data(), scaled.data(), s.elements());
-    return matmul(scaled, s);
+    return symmetric_product(scaled, s);
+  }
+
+  Matrix symmetric_product(const Matrix& a, const Matrix& b) {
+    if (a.rows != a.cols) throw std::logic_error("CudaOps::symmetric_product: matrix is not square");
+    Matrix c = matmul(a, b);
+    if (mirror_) cuda::mirror_upper(elem_, c.data(), c.rows, c.count);
+    return c;
   }
 
   Matrix matmul(const Matrix& a, const Matrix& b) {
@@ -109,13 +122,14 @@ class CudaOps {
     return c;
   }
 
-  Matrix lincomb(Scalar a, const Matrix& x, const Matrix& p) {
+  Matrix lincomb(Scalar a, const Matrix& x, Matrix p) {
     if (x.rows != p.rows || x.cols != p.cols || x.count != p.count)
       throw std::logic_error("CudaOps::lincomb: shapes do not match");
-    Matrix out(elem_, x.rows, x.cols, x.count);
-    cuda::lincomb(elem_, a, x.data(), p.data(), out.data(), x.elements());
-    return out;
+    cuda::lincomb(elem_, a, x.data(), p.data(), p.data(), x.elements());
+    return p;
   }
+
+  void recycle(Matrix&&) {}
 
   void add_diagonal(Matrix& z, Scalar a) {
     if (z.rows != z.cols) throw std::logic_error("CudaOps::add_diagonal: matrix is not square");
@@ -163,6 +177,7 @@ class CudaOps {
   cuda::Blas& blas_;
   DType dtype_;
   cuda::Elem elem_;
+  bool mirror_;
 };
 
 }  // namespace nsv::cuda_detail

@@ -167,7 +167,7 @@ void mirror_upper(Elem e, void* c, std::int64_t n, std::int64_t batch);
 // out[i] = round(a * x[i]) over `count` elements (PyTorch's `a * X`).
 void scale(Elem e, double a, const void* x, void* out, std::int64_t count);
 
-// out[i] = round(round(a * x[i]) + p[i]) over `count` elements (PyTorch's `a * X + P`).
+// out[i] = round(round(a * x[i]) + p[i]) over `count` elements (PyTorch's `a * X + P`); out may be p.
 void lincomb(Elem e, double a, const void* x, const void* p, void* out, std::int64_t count);
 
 // Z[b][i][i] = round(Z[b][i][i] + a) for a batch of n x n matrices.

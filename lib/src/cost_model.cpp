@@ -44,9 +44,11 @@ class ShapeOps {
   Eigen::Index cols(const Shape& m) const { return m.c; }
   Shape gram(const Shape& y) const { return {y.r, y.r}; }
   Shape square(const Shape& s, Scalar) const { return {s.r, s.r}; }
+  Shape symmetric_product(const Shape& a, const Shape&) const { return {a.r, a.r}; }
   Shape matmul(const Shape& a, const Shape& b) const { return {a.r, b.c}; }
-  Shape lincomb(Scalar, const Shape& x, const Shape&) const { return x; }
+  Shape lincomb(Scalar, const Shape& x, Shape) const { return x; }
   void add_diagonal(Shape&, Scalar) const {}
+  void recycle(Shape&&) const {}
   Shape all_reduce(Communicator&, const std::vector<Shape>& parts) const {
     record_all_reduce(ledger_, parts[0].r * parts[0].c, wire_);
     return parts[0];

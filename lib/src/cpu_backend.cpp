@@ -4,7 +4,9 @@
 // one product, which is what makes the determinism contract hold for any thread count.
 #include <cblas.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "normalize.hpp"
 #include "ns_algorithm.hpp"
@@ -17,11 +19,13 @@ namespace nsv {
 namespace {
 
 // --- BLAS dispatch on the element type --------------------------------------------------------
-void blas_gemm(int m, int n, int k, float alpha, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, k, b, n, 0.0f, c, n);
+// C (m x n) = A (m x k) B (k x n), row-major, with leading dimensions (a block of a larger
+// matrix is passed in place).
+void blas_gemm(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
-void blas_gemm(int m, int n, int k, double alpha, const double* a, const double* b, double* c) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, k, b, n, 0.0, c, n);
+void blas_gemm(int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 void blas_syrk(int n, int k, float alpha, const float* a, float* c) {
   cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, n, k, alpha, a, k, 0.0f, c, n);
@@ -41,7 +45,8 @@ class CpuOps {
   using Matrix = Mat<T>;
   using Scalar = T;
 
-  CpuOps(DType dtype, Accumulate accumulate) : dtype_(dtype), compute_sums_(accumulate == Accumulate::compute) {}
+  explicit CpuOps(const NsConfig& cfg)
+      : dtype_(cfg.dtype), compute_sums_(cfg.accumulate == Accumulate::compute), full_(cfg.products == Products::full) {}
 
   Scalar scalar(double v) const { return static_cast<T>(v); }
   Eigen::Index rows(const Matrix& m) const { return m.rows(); }
@@ -51,34 +56,50 @@ class CpuOps {
   // operand path for X @ X.mT, a dot product with a float accumulator, rounded once (checked
   // against torch 1.13 with oneDNN off, which reproduces DeepSpeed's bf16 golden outputs).
   Matrix gram(const Matrix& y) const {
-    Matrix c(y.rows(), y.rows());
+    Matrix c = fresh(y.rows(), y.rows());
     if (y.cols() == 0) return c.setZero();
     blas_syrk(as_int(y.rows()), as_int(y.cols()), T(1), y.data(), c.data());
-    return rounded(mirrored_upper(std::move(c)));
-  }
-
-  // alpha S S as PyTorch evaluates `c * S @ S`: (c*S) rounded, then one product. Not S S^T:
-  // in the gram loop R is symmetric only in exact arithmetic once it has been updated (Z R is
-  // not symmetric bit for bit), and S S^T with its upper triangle mirrored is then a different
-  // product whose error the loop amplifies (fp32, 10 steps: 4e-2 from the fp64 map, where
-  // DeepSpeed's gram kernel and this one stay at 3e-6; found by the K9 golden property).
-  Matrix square(const Matrix& s, Scalar alpha) const { return matmul(rounded_scaled(alpha, s), s); }
-
-  Matrix matmul(const Matrix& a, const Matrix& b) const {
-    if (compute_sums_) return naive_product(a, b);
-    Matrix c(a.rows(), b.cols());
-    if (a.cols() == 0 || c.size() == 0) return c.setZero();
-    blas_gemm(as_int(a.rows()), as_int(b.cols()), as_int(a.cols()), T(1), a.data(), b.data(), c.data());
+    mirror_upper(c);
     return rounded(std::move(c));
   }
 
-  Matrix lincomb(Scalar a, const Matrix& x, const Matrix& p) const {
-    Matrix out(x.rows(), x.cols());
+  // alpha S S as PyTorch evaluates `c * S @ S`: (c*S) rounded, then one product. With symmetric
+  // products the scaled copy is made one row panel at a time, so no second n x n matrix is held.
+  Matrix square(const Matrix& s, Scalar alpha) const {
+    if (!full_) return upper_product(s, s, &alpha);
+    Matrix scaled = fresh(s.rows(), s.cols());
+    rounded_scaled_rows(alpha, s, 0, s.rows(), scaled.data());
+    Matrix c = matmul(scaled, s);
+    recycle(std::move(scaled));
+    return c;
+  }
+
+  Matrix symmetric_product(const Matrix& a, const Matrix& b) const {
+    return full_ ? matmul(a, b) : upper_product(a, b, nullptr);
+  }
+
+  Matrix matmul(const Matrix& a, const Matrix& b) const {
+    if (compute_sums_) return naive_product(a, b);
+    Matrix c = fresh(a.rows(), b.cols());
+    if (a.cols() == 0 || c.size() == 0) return c.setZero();
+    const int m = as_int(a.rows()), n = as_int(b.cols()), k = as_int(a.cols());
+    blas_gemm(m, n, k, a.data(), k, b.data(), n, c.data(), n);
+    return rounded(std::move(c));
+  }
+
+  Matrix lincomb(Scalar a, const Matrix& x, Matrix p) const {
     const T* xs = x.data();
-    const T* ps = p.data();
-    T* o = out.data();
-    for (Eigen::Index i = 0; i < out.size(); ++i) o[i] = round(round(a * xs[i]) + ps[i]);
-    return out;
+    T* ps = p.data();
+    with_rounding([&](auto rnd) {
+      for (Eigen::Index i = 0; i < p.size(); ++i) ps[i] = rnd(rnd(a * xs[i]) + ps[i]);
+    });
+    return p;
+  }
+
+  void recycle(Matrix&& m) const {
+    if (m.size() < kRecycleMinElements) return;
+    if (spare_.size() == kMaxSpares) spare_.erase(spare_.begin());
+    spare_.push_back(std::move(m));
   }
 
   void add_diagonal(Matrix& z, Scalar a) const {
@@ -90,71 +111,151 @@ class CpuOps {
   }
 
  private:
+  // The storage of a recycled matrix of the same size when there is one: a fresh allocation of a
+  // large matrix costs a page fault per 4 KiB on first touch (measured: ~10% of an NS call at
+  // 1024 x 4096 went to the kernel's page-fault path). Only storage is reused, never values, so
+  // no result depends on which buffer it lands in (contract D; K10 varies addresses).
+  Matrix fresh(Eigen::Index rows, Eigen::Index cols) const {
+    for (auto it = spare_.begin(); it != spare_.end(); ++it)
+      if (it->size() == rows * cols) {
+        Matrix m = std::move(*it);
+        spare_.erase(it);
+        m.resize(rows, cols);  // same size: keeps the storage
+        return m;
+      }
+    return Matrix(rows, cols);
+  }
+
   T round(T v) const { return static_cast<T>(round_to(dtype_, v)); }
+
+  template <class F>
+  void with_rounding(F&& f) const {
+    with_rounding_to(dtype_, std::forward<F>(f));
+  }
 
   Matrix rounded(Matrix m) const {
     if (dtype_ == DType::bf16 || dtype_ == DType::fp16)
-      for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = round(m.data()[i]);
+      with_rounding([&](auto rnd) {
+        for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = rnd(m.data()[i]);
+      });
     return m;
   }
 
-  Matrix rounded_scaled(Scalar alpha, const Matrix& s) const {
-    Matrix out(s.rows(), s.cols());
-    for (Eigen::Index i = 0; i < s.size(); ++i) out.data()[i] = round(alpha * s.data()[i]);
-    return out;
+  // Rows [first, first + count) of round(alpha S), into `out` (count x n, row-major).
+  void rounded_scaled_rows(Scalar alpha, const Matrix& s, Eigen::Index first, Eigen::Index count, T* out) const {
+    const T* in = s.data() + first * s.cols();
+    with_rounding([&](auto rnd) {
+      for (Eigen::Index i = 0; i < count * s.cols(); ++i) out[i] = rnd(alpha * in[i]);
+    });
   }
 
-  static Matrix mirrored_upper(Matrix c) {
-    for (Eigen::Index i = 0; i < c.rows(); ++i)
-      for (Eigen::Index j = 0; j < i; ++j) c(i, j) = c(j, i);
+  // The upper triangle of round(A' B), A' = round(alpha A) when `alpha` is given, else A; the
+  // strictly lower triangle is then the mirror image of the upper one. The triangle is covered by
+  // row panels [i0, i0 + h) x [i0, n), one GEMM each: about (1 + h/n)/2 of a full product's
+  // FLOPs. The panels depend on n only, so the bits depend on the operands only (contract D).
+  Matrix upper_product(const Matrix& a, const Matrix& b, const Scalar* alpha) const {
+    const Eigen::Index n = a.rows();
+    Matrix c = fresh(n, n);
+    if (n == 0) return c;
+    const Eigen::Index h = panel_rows(n);
+    std::vector<T>& scaled = panel_;
+    if (alpha) scaled.resize(static_cast<std::size_t>(h * n));
+    for (Eigen::Index i0 = 0; i0 < n; i0 += h) {
+      const Eigen::Index rows = std::min(h, n - i0);
+      const T* left = a.data() + i0 * n;
+      if (alpha) {
+        rounded_scaled_rows(*alpha, a, i0, rows, scaled.data());
+        left = scaled.data();
+      }
+      panel_product(left, rows, b, i0, c);
+    }
+    mirror_upper(c);
     return c;
+  }
+
+  static Eigen::Index panel_rows(Eigen::Index n) { return n <= 128 ? n : std::max<Eigen::Index>(64, n / 8); }
+
+  // C[i0 : i0+rows, i0 : n] = round(left B[:, i0 : n]), `left` being rows x n, row-major.
+  void panel_product(const T* left, Eigen::Index rows, const Matrix& b, Eigen::Index i0, Matrix& c) const {
+    const Eigen::Index n = b.cols();
+    T* out = c.data() + i0 * n + i0;
+    if (compute_sums_) {
+      // b is symmetric bit for bit, so its column j is its row j: contiguous k loops.
+      for (Eigen::Index i = 0; i < rows; ++i)
+        for (Eigen::Index j = i0; j < n; ++j) out[i * n + (j - i0)] = rounded_sum_of_products(left + i * n, b.data() + j * n, n);
+      return;
+    }
+    blas_gemm(as_int(rows), as_int(n - i0), as_int(n), left, as_int(n), b.data() + i0, as_int(n), out, as_int(n));
+    if (dtype_ == DType::bf16 || dtype_ == DType::fp16)
+      with_rounding([&](auto rnd) {
+        for (Eigen::Index i = 0; i < rows; ++i)
+          for (Eigen::Index j = 0; j < n - i0; ++j) out[i * n + j] = rnd(out[i * n + j]);
+      });
+  }
+
+  // Lower triangle := transpose of the upper one, in tiles so both sides stay in cache.
+  static void mirror_upper(Matrix& c) {
+    constexpr Eigen::Index tile = 32;
+    const Eigen::Index n = c.rows();
+    for (Eigen::Index ib = 0; ib < n; ib += tile)
+      for (Eigen::Index jb = 0; jb <= ib; jb += tile)
+        for (Eigen::Index i = ib; i < std::min(ib + tile, n); ++i)
+          for (Eigen::Index j = jb; j < std::min(jb + tile, i); ++j) c(i, j) = c(j, i);
   }
 
   // PyTorch's CPU GEMM for 16-bit types: every product and every partial sum rounded to the
   // compute dtype, summed in k order.
+  T rounded_sum_of_products(const T* a, const T* b, Eigen::Index k) const {
+    T acc = 0;
+    for (Eigen::Index l = 0; l < k; ++l) acc = round(acc + round(a[l] * b[l]));
+    return acc;
+  }
+
   template <class B>
   Matrix naive_product(const Matrix& a, const B& b_expr) const {
     const Matrix bt = b_expr.transpose();  // rows of bt are columns of b: contiguous k loops
     Matrix c(a.rows(), bt.rows());
-    const Eigen::Index k = a.cols();
     for (Eigen::Index i = 0; i < c.rows(); ++i)
-      for (Eigen::Index j = 0; j < c.cols(); ++j) {
-        const T* ar = a.data() + i * k;
-        const T* br = bt.data() + j * k;
-        T acc = 0;
-        for (Eigen::Index l = 0; l < k; ++l) acc = round(acc + round(ar[l] * br[l]));
-        c(i, j) = acc;
-      }
+      for (Eigen::Index j = 0; j < c.cols(); ++j)
+        c(i, j) = rounded_sum_of_products(a.data() + i * a.cols(), bt.data() + j * a.cols(), a.cols());
     return c;
   }
 
+  static constexpr Eigen::Index kRecycleMinElements = 16384;  // 64 KiB of floats: below, malloc reuses
+  static constexpr std::size_t kMaxSpares = 4;                  // the most one loop step frees
+
   DType dtype_;
   bool compute_sums_;
+  bool full_;
+  // Caches, not state: storage for later results and the scaled row panel of `square`.
+  mutable std::vector<Matrix> spare_;
+  mutable std::vector<T> panel_;
 };
 
+// The iteration on the column-split frame Y = [Y_1 ... Y_p] of `shards` (each transposed when
+// `transpose`), normalized straight into the working type T; the result in the shards' layout.
 template <class T>
-Mat<T> narrow(const MatD& m) {
-  return m.cast<T>();
-}
-
-// Runs the iteration on column-split shards Y_r (already normalized) with Ops over T.
-template <class T>
-ShardedResult iterate(const std::vector<MatD>& y, Iteration iteration, Communicator* comm, const NsConfig& cfg) {
-  CpuOps<T> ops(cfg.dtype, cfg.accumulate);
-  std::vector<Mat<T>> work;
-  work.reserve(y.size());
-  for (const auto& s : y) work.push_back(narrow<T>(s));
-  detail::ShardedIteration<CpuOps<T>> it(ops, comm, cfg, y.size());
-  it.run(work, iteration);
+ShardedResult iterate(const std::vector<const MatD*>& shards, bool transpose, Iteration iteration,
+                      Communicator* comm, const NsConfig& cfg) {
+  std::vector<Mat<T>> work = detail::normalize_as<T>(shards, transpose, cfg, comm);
   ShardedResult out;
-  for (const auto& w : work) out.shards.push_back(w.template cast<double>());
-  out.flops_per_rank = it.flops_per_rank();
+  {
+    CpuOps<T> ops(cfg);
+    detail::ShardedIteration<CpuOps<T>> it(ops, comm, cfg, work.size());
+    it.run(work, iteration);
+    out.flops_per_rank = it.flops_per_rank();
+  }  // the ops' spare storage is freed before the results are allocated
+  for (auto& w : work) {
+    out.shards.push_back(transpose ? MatD(w.transpose().template cast<double>()) : MatD(w.template cast<double>()));
+    w = Mat<T>();  // each working copy goes as soon as its result exists
+  }
   return out;
 }
 
-ShardedResult iterate_any(const std::vector<MatD>& y, Iteration iteration, Communicator* comm, const NsConfig& cfg) {
-  return cfg.dtype == DType::fp64 ? iterate<double>(y, iteration, comm, cfg)
-                                  : iterate<float>(y, iteration, comm, cfg);
+ShardedResult iterate_any(const std::vector<const MatD*>& shards, bool transpose, Iteration iteration,
+                          Communicator* comm, const NsConfig& cfg) {
+  return cfg.dtype == DType::fp64 ? iterate<double>(shards, transpose, iteration, comm, cfg)
+                                  : iterate<float>(shards, transpose, iteration, comm, cfg);
 }
 
 // The kernel's own choice: the gram loop only when the Gram matrix is smaller than the matrix.
@@ -162,12 +263,11 @@ Iteration kernel_iteration(const NsConfig& cfg, Eigen::Index gram_dim, Eigen::In
   return cfg.kernel == Kernel::gram && gram_dim < other_dim ? Iteration::gram : Iteration::standard;
 }
 
+// A tall input runs as its transpose (the kernels' transpose rule).
 MatD whole(const MatD& g, const NsConfig& cfg) {
   const bool tall = detail::is_tall(g);
-  const MatD wide = tall ? MatD(g.transpose()) : g;
-  const auto y = detail::normalize({wide}, cfg, nullptr);
-  MatD x = iterate_any(y, kernel_iteration(cfg, wide.rows(), wide.cols()), nullptr, cfg).shards[0];
-  return tall ? MatD(x.transpose()) : x;
+  const Eigen::Index gram_dim = tall ? g.cols() : g.rows(), other_dim = tall ? g.rows() : g.cols();
+  return std::move(iterate_any({&g}, tall, kernel_iteration(cfg, gram_dim, other_dim), nullptr, cfg).shards[0]);
 }
 
 class CpuBackend final : public Backend {
@@ -194,19 +294,15 @@ class CpuBackend final : public Backend {
     if (shards.size() == 1) return {{whole(shards[0], cfg)}, {ns_flops(cfg, shards[0].rows(), shards[0].cols())}};
     // Y = [Y_1 ... Y_p] split along its columns: the shards themselves for a dim-1 split, their
     // transposes for a dim-0 split. The Gram Y Y^T is then over the unsharded axis.
-    std::vector<MatD> y;
-    Eigen::Index gram_dim = 0, other_dim = 0;
+    std::vector<const MatD*> views;
+    Eigen::Index other_dim = 0;
     for (const auto& s : shards) {
-      y.push_back(axis == 1 ? s : MatD(s.transpose()));
-      gram_dim = y.back().rows();
-      other_dim += y.back().cols();
+      views.push_back(&s);
+      other_dim += axis == 1 ? s.cols() : s.rows();
     }
-    const auto normalized = detail::normalize(y, cfg, &comm);
+    const Eigen::Index gram_dim = axis == 1 ? shards[0].rows() : shards[0].cols();
     const Iteration chosen = gram_dim == other_dim ? Iteration::standard : iteration;
-    ShardedResult result = iterate_any(normalized, chosen, &comm, cfg);
-    if (axis == 0)
-      for (auto& s : result.shards) s = MatD(s.transpose());
-    return result;
+    return iterate_any(views, axis == 0, chosen, &comm, cfg);
   }
 };
 
@@ -221,7 +317,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name) {
 }
 
 MatD newton_schulz(const Backend& backend, const MatD& g, const NsConfig& cfg) {
-  return backend.newton_schulz(Batch{g}, cfg)[0];
+  return std::move(backend.newton_schulz(Batch{g}, cfg)[0]);
 }
 
 }  // namespace nsv

@@ -1,5 +1,6 @@
 #include "nsv/dtype.hpp"
 
+#include <Eigen/Core>
 #include <bit>
 #include <cmath>
 #include <limits>

@@ -13,6 +13,15 @@ Kernel parse_kernel(std::string_view s) {
 
 std::string_view kernel_name(Kernel k) { return k == Kernel::standard ? "standard" : "gram"; }
 
+Products parse_products(std::string_view s) {
+  if (s == "symmetric") return Products::symmetric;
+  if (s == "full") return Products::full;
+  throw std::invalid_argument("unknown products '" + std::string(s) +
+                              "': expected symmetric (upper triangle, mirrored) or full (both triangles, as PyTorch)");
+}
+
+std::string_view products_name(Products p) { return p == Products::symmetric ? "symmetric" : "full"; }
+
 void NsConfig::validate() const {
   if (steps < 0 || steps > 1000)
     throw std::invalid_argument("steps must be between 0 and 1000, got " + std::to_string(steps));

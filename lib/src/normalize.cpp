@@ -1,48 +1,78 @@
 #include "normalize.hpp"
 
 #include <cmath>
+#include <stdexcept>
+#include <type_traits>
 
 namespace nsv::detail {
 namespace {
 
-// One arithmetic operation in dtype d: narrow dtypes compute in float and round (PyTorch's
-// opmath for bf16/fp16 is float), fp32 in float, fp64 in double.
-double quotient_in(DType d, double x, double y) {
-  if (d == DType::fp64) return x / y;
-  return round_to(d, static_cast<double>(static_cast<float>(x) / static_cast<float>(y)));
-}
-double sum_in(DType d, double x, double y) {
-  if (d == DType::fp64) return x + y;
-  return round_to(d, static_cast<double>(static_cast<float>(x) + static_cast<float>(y)));
+// The values rounded to the normalization dtype nd, in the frame's row-major order. T holds
+// every nd value exactly (float for nd = fp32/bf16/fp16, double for fp64), as in `divide`.
+template <class T, class View>
+Mat<T> rounded_copy(const View& m, DType nd) {
+  Mat<T> out(m.rows(), m.cols());
+  with_rounding_to(nd, [&](auto rnd) {
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+      for (Eigen::Index j = 0; j < m.cols(); ++j) out(i, j) = rnd(static_cast<T>(m(i, j)));
+  });
+  return out;
 }
 
 // Sum of squares in a fixed element order (never vectorized reductions whose order depends on
 // memory alignment), accumulated in double: exact to 2^-53 relative per addition, far below
 // the compute dtypes' resolution.
-double sum_of_squares(const MatD& m) {
+template <class T>
+double sum_of_squares(const Mat<T>& m) {
   double s = 0.0;
-  const double* p = m.data();
-  for (Eigen::Index i = 0; i < m.size(); ++i) s += p[i] * p[i];
+  const T* p = m.data();
+  for (Eigen::Index i = 0; i < m.size(); ++i) s += static_cast<double>(p[i]) * static_cast<double>(p[i]);
   return s;
+}
+
+// x / denominator as one operation in nd (PyTorch's opmath for bf16/fp16 is float, so the
+// quotient is formed in T and then rounded to nd), then rounded to the compute dtype. In place.
+template <class T>
+void divide(Mat<T>& m, double denominator, DType nd, DType compute) {
+  const T d = static_cast<T>(denominator);  // an nd value: exact in T
+  T* p = m.data();
+  with_rounding_to(nd, [&](auto to_nd) {
+    with_rounding_to(compute, [&](auto to_compute) {
+      for (Eigen::Index i = 0; i < m.size(); ++i) p[i] = to_compute(to_nd(p[i] / d));
+    });
+  });
+}
+
+// norm + eps as one addition in nd.
+double sum_in(DType d, double x, double y) {
+  if (d == DType::fp64) return x + y;
+  return round_to(d, static_cast<double>(static_cast<float>(x) + static_cast<float>(y)));
 }
 
 }  // namespace
 
-std::vector<MatD> normalize(const std::vector<MatD>& shards, const NsConfig& cfg, Communicator* comm) {
+template <class T>
+std::vector<Mat<T>> normalize_as(const std::vector<const MatD*>& shards, bool transpose, const NsConfig& cfg,
+                                 Communicator* comm) {
+  if ((cfg.dtype == DType::fp64) != std::is_same_v<T, double>)
+    throw std::logic_error("normalize_as: T must be double for fp64 and float for every other dtype");
   const DType nd = normalization_dtype(cfg);
-  std::vector<MatD> out;
-  out.reserve(shards.size());
+  std::vector<Mat<T>> out;
   std::vector<double> partial;
-  for (const auto& s : shards) {
-    out.push_back(s.unaryExpr([nd](double v) { return round_to(nd, v); }));
+  for (const MatD* s : shards) {
+    out.push_back(transpose ? rounded_copy<T>(s->transpose(), nd) : rounded_copy<T>(*s, nd));
     partial.push_back(sum_of_squares(out.back()));
   }
   const double total = shards.size() == 1 ? partial[0] : comm->all_reduce_scalar(partial, norm_wire_dtype(cfg));
   const double norm = round_to(nd, std::sqrt(total));
   const double denominator = sum_in(nd, norm, round_to(nd, cfg.eps));
-  for (auto& s : out)
-    s = s.unaryExpr([&](double v) { return round_to(cfg.dtype, quotient_in(nd, v, denominator)); });
+  for (auto& m : out) divide(m, denominator, nd, cfg.dtype);
   return out;
 }
+
+template std::vector<Mat<float>> normalize_as<float>(const std::vector<const MatD*>&, bool, const NsConfig&,
+                                                     Communicator*);
+template std::vector<Mat<double>> normalize_as<double>(const std::vector<const MatD*>&, bool, const NsConfig&,
+                                                       Communicator*);
 
 }  // namespace nsv::detail

@@ -8,10 +8,26 @@
 
 namespace nsv::detail {
 
-// Returns the shards divided by the norm of the whole matrix, every value rounded to the
-// compute dtype. The norm's square is a scalar all-reduce of the shards' sums of squares when
-// there is more than one shard (comm must then be non-null).
-std::vector<MatD> normalize(const std::vector<MatD>& shards, const NsConfig& cfg, Communicator* comm);
+// Returns the shards (each transposed when `transpose`) divided by the norm of the whole
+// matrix, every value rounded to the compute dtype and stored as T: float for every dtype but
+// fp64, double for fp64 (the iteration's working copy, written once without an intermediate
+// double copy; the arithmetic is done in T, so any other pairing throws). The
+// sums of squares run in the transposed frame's row-major order, so G and G^T normalize to
+// transposes of each other bit for bit (K1). The norm's square is a scalar all-reduce of the
+// shards' sums when there is more than one shard (comm must then be non-null).
+template <class T>
+std::vector<Mat<T>> normalize_as(const std::vector<const MatD*>& shards, bool transpose, const NsConfig& cfg,
+                                 Communicator* comm);
+
+// The same, carried as MatD.
+inline std::vector<MatD> normalize(const std::vector<MatD>& shards, const NsConfig& cfg, Communicator* comm) {
+  std::vector<const MatD*> views;
+  for (const auto& s : shards) views.push_back(&s);
+  if (cfg.dtype == DType::fp64) return normalize_as<double>(views, false, cfg, comm);
+  std::vector<MatD> out;
+  for (const auto& m : normalize_as<float>(views, false, cfg, comm)) out.push_back(m.cast<double>());
+  return out;
+}
 
 // The element type of the squared norm's all-reduce: fp32, or fp64 when computing in fp64 (a
 // framework all-reduces it in the normalization dtype).

@@ -8,16 +8,30 @@
 //
 // `Ops` supplies the dtype-emulating primitives of a backend (each result rounded once to the
 // compute dtype, see SPEC §1.5):
-//   Matrix gram(Y)               round(Y Y^T)                (symmetric, exactly)
-//   Matrix square(S, alpha)      round(round(alpha S) S): PyTorch's `c * S @ S`. S is symmetric
-//                                in exact arithmetic only, so never S S^T (see CpuOps::square)
+//   Matrix gram(Y)               round(Y Y^T), upper triangle mirrored (symmetric, exactly)
+//   Matrix square(S, alpha)      round(round(alpha S) S), PyTorch's `c * S @ S`, upper triangle
+//                                mirrored
+//   Matrix symmetric_product(A, B)  round(A B), upper triangle mirrored
 //   Matrix matmul(A, B)          round(A B)
-//   Matrix lincomb(a, X, P)      round(round(a X) + P)       (PyTorch's `a * X + P`)
+//   Matrix lincomb(a, X, P)      round(round(a X) + P)       (PyTorch's `a * X + P`); P is taken
+//                                by value so a backend can write the result into its storage
 //   void   add_diagonal(Z, a)    Z_ii = round(Z_ii + a)
 //   Matrix all_reduce(comm, parts)
 //   Scalar scalar(double)        a coefficient in the compute arithmetic
 //   Index  rows(M), cols(M)
+//   void   recycle(M&&)          M is dead; its storage may serve a later result of the same
+//                                size (a no-op where allocation is cheap)
+//
+// Every n x n matrix of either loop is a polynomial in the Gram matrix A = Y Y^T, so the products
+// among them commute and are symmetric in exact arithmetic. PyTorch computes both triangles of
+// each and gets a matrix that is symmetric only up to rounding; here only the upper triangle is
+// computed and mirrored, which halves their FLOPs and keeps every n x n matrix symmetric bit for
+// bit (so both operands of every product are exactly symmetric, and A B = A B^T holds in the
+// engine's arithmetic too). The rounding errors are those of the same products, one per entry;
+// the bounded properties (K6, K9, S5) compare against the float64 oracle, not against PyTorch's
+// bits.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "nsv/backend.hpp"
@@ -62,10 +76,10 @@ class ShardedIteration {
     return ops_.lincomb(ops_.scalar(k.b), r, ops_.square(r, ops_.scalar(k.c)));
   }
 
-  // Replicated product of two n x n matrices.
+  // Replicated product of two n x n polynomials in the Gram matrix (symmetric, commuting).
   Matrix small_product(const Matrix& a, const Matrix& b) {
     replicated(2 * cube(ops_.rows(a)));
-    return ops_.matmul(a, b);
+    return ops_.symmetric_product(a, b);
   }
 
   // Y_r <- M Y_r on every rank, M replicated.
@@ -73,17 +87,19 @@ class ShardedIteration {
     for (std::size_t r = 0; r < y.size(); ++r) {
       flops_[r] += 2 * sq(ops_.rows(m)) * u(ops_.cols(y[r]));
       Matrix product = ops_.matmul(m, y[r]);
-      y[r] = with_identity ? ops_.lincomb(ops_.scalar(with_identity->a), y[r], product)
-                           : std::move(product);
+      if (with_identity) product = ops_.lincomb(ops_.scalar(with_identity->a), y[r], std::move(product));
+      ops_.recycle(std::exchange(y[r], std::move(product)));
     }
   }
 
   void standard(std::vector<Matrix>& y) {
     for (int step = 0; step < cfg_.steps; ++step) {
       const Coeffs& k = cfg_.coeffs.at_step(step);
-      const Matrix a = reduced_gram(y);
-      const Matrix b = polynomial(a, k);
+      Matrix a = reduced_gram(y);
+      Matrix b = polynomial(a, k);
+      ops_.recycle(std::move(a));
       apply_left(b, y, &k);  // X = a X + B X
+      ops_.recycle(std::move(b));
     }
   }
 
@@ -97,21 +113,23 @@ class ShardedIteration {
       const Coeffs& k = cfg_.coeffs.at_step(i);
       if (i == cfg_.restart_at && i != 0) {
         apply_left(q, y, nullptr);  // X = Q X
-        r = reduced_gram(y);
+        ops_.recycle(std::exchange(r, reduced_gram(y)));
         have_q = false;
       }
-      const Matrix z = polynomial(r, k);
+      Matrix z = polynomial(r, k);
       if (!have_q) {
         q = z;
         ops_.add_diagonal(q, ops_.scalar(k.a));
         have_q = true;
       } else {
-        q = ops_.lincomb(ops_.scalar(k.a), q, small_product(z, q));
+        ops_.recycle(std::exchange(q, ops_.lincomb(ops_.scalar(k.a), q, small_product(z, q))));
       }
       if (i < steps - 1 && i + 1 != cfg_.restart_at) {
-        const Matrix rz = ops_.lincomb(ops_.scalar(k.a), r, small_product(z, r));
-        r = ops_.lincomb(ops_.scalar(k.a), rz, small_product(z, rz));
+        Matrix rz = ops_.lincomb(ops_.scalar(k.a), r, small_product(z, r));
+        ops_.recycle(std::exchange(r, ops_.lincomb(ops_.scalar(k.a), rz, small_product(z, rz))));
+        ops_.recycle(std::move(rz));
       }
+      ops_.recycle(std::move(z));
     }
     if (have_q) apply_left(q, y, nullptr);
   }

@@ -132,6 +132,7 @@ void BM_ns(benchmark::State& state) {
   const int rows = static_cast<int>(state.range(2)), cols = static_cast<int>(state.range(3));
   const int batch = static_cast<int>(state.range(4));
   cfg.steps = static_cast<int>(state.range(5));
+  cfg.products = state.range(6) == 0 ? nsv::Products::symmetric : nsv::Products::full;
   nsv::Batch inputs;
   for (int i = 0; i < batch; ++i) inputs.push_back(gaussian<double>(rows, cols, 100 + i).cast<float>().cast<double>());
   const auto backend = nsv::make_cpu_backend();
@@ -181,7 +182,7 @@ void register_all() {
         std::string name = std::string("ns/") + (kernel == 0 ? "standard" : "gram") + "/" + dnames[d] + "/" +
                            std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/batch:1";
         auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_ns)
-                      ->Args({kernel, d, s.rows, s.cols, 1, 5})
+                      ->Args({kernel, d, s.rows, s.cols, 1, 5, 0})
                       ->UseRealTime()
                       ->Unit(benchmark::kMillisecond);
         if (huge) b->Iterations(1)->Repetitions(kernel == 0 ? 2 : 1);  // gram on a square runs the standard loop
@@ -190,19 +191,34 @@ void register_all() {
       }
     }
   }
+  // fp32 with products=full (both triangles of the n x n products, as PyTorch): what the
+  // symmetric products save, side by side.
+  for (const auto& s : kShapes) {
+    if (std::min(s.rows, s.cols) >= 4096) continue;
+    for (int kernel : {0, 1}) {
+      std::string name = std::string("ns-full/") + (kernel == 0 ? "standard" : "gram") + "/fp32/" +
+                         std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/batch:1";
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_ns)
+                    ->Args({kernel, 1, s.rows, s.cols, 1, 5, 1})
+                    ->UseRealTime()
+                    ->Unit(benchmark::kMillisecond);
+      if (std::int64_t(s.rows) * s.cols >= 1024 * 4096) b->Iterations(1);
+      else b->MinTime(0.5);
+    }
+  }
   // A batch of small matrices (parallel over matrices when OMP_NUM_THREADS > 1).
   for (int kernel : {0, 1})
     for (int d : {0, 1, 2, 3}) {
       std::string name = std::string("ns/") + (kernel == 0 ? "standard" : "gram") + "/" + dnames[d] +
                          "/256x256/batch:8";
       benchmark::RegisterBenchmark(name.c_str(), BM_ns)
-          ->Args({kernel, d, 256, 256, 8, 5})
+          ->Args({kernel, d, 256, 256, 8, 5, 0})
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond)
           ->MinTime(0.5);
       name = std::string("ns/") + (kernel == 0 ? "standard" : "gram") + "/" + dnames[d] + "/256x1024/batch:8";
       benchmark::RegisterBenchmark(name.c_str(), BM_ns)
-          ->Args({kernel, d, 256, 1024, 8, 5})
+          ->Args({kernel, d, 256, 1024, 8, 5, 0})
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond)
           ->MinTime(0.5);

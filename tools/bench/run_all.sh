@@ -3,9 +3,10 @@
 #   tools/bench/run_all.sh [BUILD_DIR]        (default build-perf; results in BUILD_DIR/bench-results)
 # Builds nsv + nsv_bench, runs the Google Benchmark suite (JSON), the PyTorch comparison
 # (tools/bench/torch_ns.py, same shapes, same thread count), the sweep throughput at 1 and 2
-# threads and the peak-memory measurement, then writes reports/performance.md.
+# threads, the peak-memory measurement and the accuracy cost of products=symmetric, then writes
+# reports/performance.md.
 # Environment: QUICK=1 drops 4096x4096 from the torch run (the slowest part, ~1 min);
-#   STAGES="bench torch sweep memory" (default: all) reruns only some stages, keeping the other
+#   STAGES="bench torch sweep memory accuracy" (default: all) reruns only some stages, keeping the other
 #   stages' result files, then rewrites the report.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,12 +20,12 @@ echo "== build ($BUILD)"
 if [ ! -f "$BUILD/build.ninja" ] && [ ! -f "$BUILD/Makefile" ]; then
   cmake -S "$ROOT" -B "$BUILD" -DNSV_WITH_CUDA=OFF -G Ninja
 fi
-cmake --build "$BUILD" --target nsv nsv_bench
+cmake --build "$BUILD" --target nsv nsv_bench nsv_peak_memory nsv_products_accuracy
 NSV=$BUILD/tools/nsv/nsv
 BENCH=$BUILD/tools/bench/nsv_bench
 
 export OPENBLAS_NUM_THREADS=1
-STAGES=${STAGES:-bench torch sweep memory}
+STAGES=${STAGES:-bench torch sweep memory accuracy}
 has() { if [[ " $STAGES " == *" $1 "* ]]; then echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $(uptime)" > "$OUT/stage_$1"; return 0; fi; return 1; }
 
 if has bench; then
@@ -74,6 +75,12 @@ cat "$OUT/sweep.jsonl" "$OUT/sweep_control.json"
 fi
 
 if has memory; then
+echo "== peak memory of one NS call, in process (nsv_peak_memory)"
+: > "$OUT/memory_call.jsonl"
+for case in "4096x4096 standard 5" "2048x8192 gram 5" "1024x4096 standard 5" "1024x4096 gram 5"; do
+  OMP_NUM_THREADS=1 "$BUILD/tools/bench/nsv_peak_memory" $case fp32 >> "$OUT/memory_call.jsonl"
+done
+cat "$OUT/memory_call.jsonl"
 echo "== peak memory (nsv ns, /usr/bin/time -v)"
 $PY - "$OUT" <<'PYEOF'
 import numpy as np, sys
@@ -92,6 +99,11 @@ for case in "8x8 standard 5" "4096x4096 standard 1" "8x8 gram 5" "2048x8192 gram
 done
 rm -f "$OUT"/mem.*.tmp "$OUT"/mem_*.npy
 cat "$OUT/memory.jsonl"
+fi
+
+if has accuracy; then
+echo "== accuracy of products=symmetric vs full (nsv_products_accuracy)"
+OMP_NUM_THREADS=1 "$BUILD/tools/bench/nsv_products_accuracy" 24 | tee "$OUT/products_accuracy.jsonl"
 fi
 
 echo "== report"

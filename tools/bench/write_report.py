@@ -3,7 +3,7 @@
 
 usage: /usr/bin/python3 tools/bench/write_report.py RESULTS_DIR reports/performance.md
 RESULTS_DIR holds nsv_bench.json (Google Benchmark), torch.json [+ torch_4096.json] (torch_ns.py),
-sweep.jsonl and memory.jsonl (run_all.sh). Every figure in the report comes from these files.
+sweep.jsonl, memory.jsonl, memory_call.jsonl and products_accuracy.jsonl (run_all.sh). Every figure in the report comes from these files.
 """
 import json
 import os
@@ -213,18 +213,14 @@ for s in ["1024x4096", "4096x4096"]:
                                       fmt(r["rate"] / sg if r and sg else None, "%.2f"), verdict(ok)))
 w("")
 p, q = 1024, 4096
-w("Why: the plain count is 4p²q+2p³ per step, the backend does X Xᵀ by `ssyrk` (half: p²q), then "
-  "(cA)·A and B·X as plain GEMMs (2p³ + 2p²q), i.e. 3p²q+2p³. The best possible effective rate is "
-  "therefore (4p²q+2p³)/(3p²q+2p³) x the GEMM rate = %.2fx at 1024x4096 and %.2fx at 4096x4096, *if* syrk "
-  "ran at GEMM speed and the elementwise passes (rounding, a·X + P, mirroring) cost nothing; the measured "
-  "`syrk` row above shows how far it is. What more is possible: in the standard loop A = XXᵀ is exactly "
-  "symmetric (mirrored syrk output) and so is round(cA), so `ssymm` could replace the (cA)·A GEMM, but "
-  "that only halves the reads, not the FLOPs; computing only one triangle of (cA)·A (gemmt) would save "
-  "p³ per step but its lower triangle would then be the mirror of the upper one, while PyTorch (and the "
-  "golden files) compute both triangles independently and round(cA)·A is *not* bit-symmetric: that "
-  "changes fp32 bits and the K-series golden tests, so it was not done. In the gram loop R is not "
-  "bit-symmetric after its first update, so no symmetric product applies there (see CpuOps::square)."
-  % ((4 * p * p * q + 2 * p ** 3) / (3 * p * p * q + 2 * p ** 3), 6 / 5))
+w("Why it can exceed SGEMM: the plain count is 4p²q+2p³ per step; the backend does X Xᵀ by `ssyrk` "
+  "(p²q), the n x n product (cA)·A as its upper triangle only, in row panels of p/8 rows mirrored "
+  "(products=symmetric: (1 + 1/8)/2 of 2p³), and B·X as a GEMM (2p²q): about 3p²q + 1.1p³ of work "
+  "for 4p²q + 2p³ counted, a ceiling of %.2fx the GEMM rate at 1024x4096 and %.2fx at 4096x4096 if "
+  "nothing else cost time. The rest goes to the elementwise passes (normalization, a·X + P in place, "
+  "rounding) and to first-touch page faults of fresh buffers, which the backend avoids by reusing "
+  "the storage of dead matrices of the same size within a call (CpuOps::recycle)."
+  % ((4 * p * p * q + 2 * p ** 3) / (3 * p * p * q + 1.125 * p ** 3), 6 / (3 + 1.125)))
 w("")
 
 # (b)
@@ -252,16 +248,12 @@ else:
                 "parity (≥0.90)" if s == "256x256" else ("≥1.20" if target else "(info)"), verdict(ok)))
     w("")
     w("Why: both sides spend almost all their time in the same OpenBLAS sgemm (Debian's torch links the "
-      "system OpenBLAS, same `OPENBLAS_CORETYPE`), so the margin can only come from doing less work or "
-      "fewer passes over memory. nsv's only saving is `ssyrk` for XXᵀ (torch does `X @ X.mT` as a full "
-      "GEMM): a quarter of the standard loop's FLOPs at aspect 4, a sixth at square, and only 2 of the gram "
-      "loop's 4 rectangular products + 14 small ones, so gram gains least. Against it nsv pays for "
-      "elementwise passes torch also does (a·X + P, scaling) plus its own: mirroring the syrk triangle, "
-      "the input's double->float conversions at the boundary (the public carrier is MatD) and the result "
-      "back to double. Small shapes win more because torch's per-op dispatch overhead (and, for gram, "
-      "`torch.eye`) weighs more there. A uniform 1.2x would need either a GEMM faster than OpenBLAS's "
-      "Haswell sgemm (e.g. an AVX-512 kernel: this CPU has AVX-512 but OpenBLAS runs its Haswell "
-      "kernels here, for nsv and torch alike) or the bit-changing fusions discussed under (a).")
+      "system OpenBLAS, same `OPENBLAS_CORETYPE`), so the margin comes from doing less work: `ssyrk` for "
+      "XXᵀ (torch: `X @ X.mT`, a full GEMM) and the upper-triangle-only n x n products (torch computes "
+      "both triangles of `c * A @ A` and of every Gram-loop update). The gram loop gains most, since 14 of "
+      "its 18 products at 5 steps are n x n. Small shapes also win on torch's per-op dispatch overhead "
+      "(and, for gram, `torch.eye`). The `products=full` rows below show the same kernels with both "
+      "triangles computed, i.e. what the speed-up owes to symmetry.")
 w("")
 
 # (c)
@@ -284,13 +276,10 @@ for s in ["1024x4096", "256x1024/batch:8", "512x1024"]:
                                                      rg["seconds"], ratio, verdict(ok) if ok is not None else "(aspect 2: info)"))
 w("")
 w("Why: at 1024x4096 (q = 4p) the plain counts are standard 5(4p²q+2p³) = 90p³ against gram "
-  "8p²q+28p³ = 60p³, exactly 1.5x. But nsv computes every XXᵀ with ssyrk (half the FLOPs, and it runs at "
-  "~1.9x the GEMM's effective rate in the table above), which helps the standard loop (5 Grams, 20p³ "
-  "saved) more than the gram loop (2 Grams, 8p³ saved): the work actually done is 70p³ vs 52p³, a "
-  "ceiling of ~1.35x from GEMM time alone. The measured ratio is above that because the standard loop "
-  "also does more p x q elementwise passes (a·X + BX and its rounding every step). So the target is "
-  "missed *because* the standard kernel is faster than the plain algorithm; reaching 1.5x would mean "
-  "making standard slower (full GEMM for XXᵀ) or a faster small-matrix product in the gram loop.")
+  "8p²q+28p³ = 60p³, exactly 1.5x. ssyrk for every XXᵀ helps the standard loop (5 Grams) more than "
+  "the gram loop (2), which alone would cap the ratio near 1.35x; the upper-triangle n x n products "
+  "give it back, because the gram loop does 28p³ of n x n products and the standard loop 10p³: the "
+  "work done is about 65p³ (standard) against 39p³ (gram).")
 w("")
 
 # (d)
@@ -316,16 +305,11 @@ for s in ["256x256/batch:1", "512x1024/batch:1", "1024x1024/batch:1", "1024x4096
                                                       rh, verdict(ok)))
 w("")
 w("Why: the emulation adds O(p²)+O(pq) rounding passes per step around O(p²q) GEMMs, so its share "
-  "falls with size (MET from 1024x1024 up) and dominates small matrices. fp16 costs more than bf16 "
-  "because each rounding goes through `Eigen::half`'s software float->half->float conversion (the "
-  "project builds for baseline x86-64, so no F16C) and bf16 through `Eigen::bfloat16`'s scalar "
-  "round-to-nearest-even with a NaN branch; both run one element at a time through `round_to`'s "
-  "switch. Not changed in this pass (another change to lib/src/cpu_backend.cpp was in flight, and any "
-  "change there must keep every bit): a branch-free integer RNE for bf16 ((u + 0x7fff + ((u>>16)&1)) & "
-  "0xffff0000, NaN kept) and the same for fp16 (Giesen's float_to_half_rtne, which is what Eigen "
-  "implements, written as selects) vectorize under -O3 with plain SSE2 and give Eigen's bits for every "
-  "input; F16C via a runtime-dispatched `__attribute__((target(\"f16c\")))` loop is the other option "
-  "(IEEE conversion, same bits except NaN payloads).")
+  "falls with size and is largest on small matrices. Rounding to bf16/fp16 is branch-free integer "
+  "arithmetic (`round_to_bf16`, `round_to_fp16` in dtype.hpp, Eigen's bits for all 2^32 floats, "
+  "checked exhaustively by the foundation tests) and every elementwise loop is compiled once per dtype "
+  "(`with_rounding_to`), so the loops vectorize with the baseline x86-64 SSE2 the project builds for. "
+  "fp16 stays dearer than bf16: its subnormal range needs a second path per element.")
 w("")
 w("accumulate = fp32 (the GPU-like emulation: operands rounded, OpenBLAS sgemm, result rounded once). "
   "The `accumulate = compute` path (PyTorch's CPU bf16 GEMM, every partial sum rounded) is a naive "
@@ -382,37 +366,87 @@ else:
 w("")
 
 # (f)
+call = load_jsonl("memory_call.jsonl")
 mem = load_jsonl("memory.jsonl")
 w("### (f) peak memory ≤ 4 copies of the input")
 w("")
+if call:
+    w("One NS call through the library (`nsv_peak_memory`, fp32, 1 thread): the process's peak RSS is "
+      "reset after the input exists (`/proc/self/clear_refs`), so the high-water mark less the RSS before "
+      "the call is what the call added, **its result included**. Copies are counted against the input "
+      "as an fp32 array (m·n·4 bytes) and as the library receives it (MatD, m·n·8 bytes).")
+    w("")
+    w("| shape | kernel | steps | growth MiB | copies of the fp32 input | copies of the MatD input | verdict |")
+    w("|---|---|---|---|---|---|---|")
+    for m in call:
+        ok = m["copies_of_fp32_input"] <= 4
+        summary.append(("(f) peak memory of one NS call, %s %s" % (m["shape"], m["kernel"]),
+                        "%.2f copies of the fp32 input (result included)" % m["copies_of_fp32_input"], verdict(ok)))
+        w("| %s | %s | %d | %.0f | %.2f | %.2f | %s |" % (m["shape"], m["kernel"], m["steps"], m["growth_kib"] / 1024,
+                                                          m["copies_of_fp32_input"], m["copies_of_matd_input"], verdict(ok)))
+    w("")
+    w("Where it goes: the working copy (normalized straight from the input into fp32, 1 copy), the "
+      "result in double (2 copies of an fp32 input: the public carrier), and at the peak one p x q "
+      "product plus the p x p matrices alive in a step (A, A·A computed in place of B; round(cA) is "
+      "made one row panel at a time) -- for a square input those are full-size too. Storage of dead "
+      "matrices is reused within the call, and freed before the result is allocated.")
+    w("")
 if mem:
     base = {m["kernel"]: m["max_rss_kib"] for m in mem if m["shape"] == "8x8"}
-    w("`/usr/bin/time -v` maximum RSS of `nsv ns` minus the same command on an 8x8 input (process baseline: "
-      "binary, libraries, OpenBLAS buffers). Input = the fp32 .npy (m·n·4 bytes); nsv's public carrier "
-      "is double (MatD), so the parsed input alone is 2 fp32 copies.")
+    w("The whole `nsv ns` process for comparison (`/usr/bin/time -v` maximum RSS minus the same command "
+      "on an 8x8 input): it also holds the parsed .npy while copying it into the double carrier, and the "
+      "input matrix for the whole call.")
     w("")
-    w("| shape | kernel | steps | max RSS MiB | baseline MiB | growth MiB | input MiB (fp32) | copies of input | verdict |")
-    w("|---|---|---|---|---|---|---|---|---|")
+    w("| shape | kernel | steps | max RSS MiB | baseline MiB | growth MiB | input MiB (fp32) | copies of input |")
+    w("|---|---|---|---|---|---|---|---|")
     for m in mem:
         if m["shape"] == "8x8":
             continue
         r, c = map(int, m["shape"].split("x"))
         inp = r * c * 4 / 2 ** 20
         growth = (m["max_rss_kib"] - base[m["kernel"]]) / 1024
-        copies = growth / inp
-        summary.append(("(f) peak memory, %s %s" % (m["shape"], m["kernel"]), "%.1f copies of the fp32 input" % copies, verdict(copies <= 4)))
-        w("| %s | %s | %d | %.0f | %.0f | %.0f | %.0f | %.2f | %s |" % (
+        w("| %s | %s | %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % (
             m["shape"], m["kernel"], m["steps"], m["max_rss_kib"] / 1024, base[m["kernel"]] / 1024, growth, inp,
-            copies, verdict(copies <= 4)))
+            growth / inp))
     w("")
-    w("Where it goes (by reading the code): the .npy buffer, its MatD copy (double: 2 fp32 copies), the "
-      "transposed/normalized MatD (2 more), the float working copy, the result in float and again in "
-      "double, plus the p x p temporaries (A, round(cA), A·A, B) and one p x q product. Lowering it "
-      "means normalizing straight into the float working copy and dropping the read buffer early; "
-      "none of that is in the GEMM-bound hot path.")
-else:
+if not call and not mem:
     w("not measured")
+    w("")
+
+# products=symmetric against products=full: speed and accuracy
+w("## products=symmetric (default) against products=full")
 w("")
+w("`--products full` computes both triangles of every n x n product, as PyTorch (and so DeepSpeed) "
+  "does; `symmetric` computes the upper triangle and mirrors it. Speed (fp32, 1 thread, same run):")
+w("")
+w("| shape | kernel | symmetric s | full s | full/symmetric |")
+w("|---|---|---|---|---|")
+for s_ in SHAPES:
+    for k in ["standard", "gram"]:
+        rs, rf = g("ns/%s/fp32/%s/batch:1" % (k, s_)), g("ns-full/%s/fp32/%s/batch:1" % (k, s_))
+        if rs and rf:
+            w("| %s | %s | %.4g | %.4g | %.2f |" % (s_, k, rs["seconds"], rf["seconds"], rf["seconds"] / rs["seconds"]))
+w("")
+acc = load_jsonl("products_accuracy.jsonl")
+if acc:
+    w("Accuracy (`nsv_products_accuracy`): relative distance of the result to the same kernel's float64 "
+      "result, median (max) over %d seeds; `-` where some run diverged to non-finite values (the "
+      "Gram loop on rank-deficient inputs in bf16, a known limit of that loop). Both modes round every "
+      "entry once; mirroring drops the independent rounding of the lower triangle, so the symmetric "
+      "part of the error no longer averages two draws: the Gram loop's error grows by up to ~1.3x "
+      "(standard: unchanged, its n x n product is one of three per step)." % acc[0]["seeds"])
+    w("")
+    w("| input | dtype | kernel | steps | symmetric | full | symmetric/full (median) |")
+    w("|---|---|---|---|---|---|---|")
+    for a_ in acc:
+        def cell(which):
+            if a_[which + "_median"] is None:
+                return "- (%d diverged)" % a_[which + "_non_finite"]
+            return "%.3g (%.3g)" % (a_[which + "_median"], a_[which + "_max"])
+        ratio = (a_["symmetric_median"] / a_["full_median"]) if (a_["symmetric_median"] and a_["full_median"]) else None
+        w("| %s | %s | %s | %d | %s | %s | %s |" % (a_["input"], a_["dtype"], a_["kernel"], a_["steps"], cell("symmetric"),
+                                                    cell("full"), fmt(ratio, "%.2f")))
+    w("")
 i = out.index("## Targets (SPEC issue 8)") + 1
 block = ["", "### Summary", "", "| target | measured | verdict |", "|---|---|---|"] + \
     ["| %s | %s | %s |" % t for t in summary]

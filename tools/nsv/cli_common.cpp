@@ -9,6 +9,9 @@ void NsOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--accumulate", accumulate,
                  "GEMM accumulation: fp32 (tensor cores, cuBLAS) | compute (PyTorch CPU bf16/fp16 GEMM)")
       ->check(CLI::IsMember({"fp32", "compute"}))->capture_default_str();
+  cmd.add_option("--products", products,
+                 "n x n products: symmetric (upper triangle, mirrored; fast) | full (both triangles, PyTorch's bits)")
+      ->check(CLI::IsMember({"symmetric", "full"}))->capture_default_str();
   cmd.add_option("--coeffs", coeffs, "coefficient schedule: keller | you | polar_express | FILE of 'a b c' lines")->capture_default_str();
   cmd.add_option("--restart-at", restart_at, "gram kernel: restart step (outside 1..steps-1 = never)")->capture_default_str();
 }
@@ -19,6 +22,7 @@ NsConfig NsOptions::config() const {
   cfg.steps = steps;
   cfg.dtype = parse_dtype(dtype);
   cfg.accumulate = parse_accumulate(accumulate);
+  cfg.products = parse_products(products);
   cfg.coeffs = resolve_schedule(coeffs);
   cfg.restart_at = restart_at;
   cfg.validate();
@@ -93,7 +97,8 @@ HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv
 
 nlohmann::json config_json(const NsConfig& cfg) {
   return {{"kernel", kernel_name(cfg.kernel)}, {"steps", cfg.steps}, {"dtype", dtype_name(cfg.dtype)},
-          {"accumulate", accumulate_name(cfg.accumulate)}, {"coeffs", cfg.coeffs.name}, {"restart_at", cfg.restart_at}};
+          {"accumulate", accumulate_name(cfg.accumulate)}, {"products", products_name(cfg.products)},
+          {"coeffs", cfg.coeffs.name}, {"restart_at", cfg.restart_at}};
 }
 
 nlohmann::json comparison_json(const Comparison& c) {

@@ -16,6 +16,7 @@ struct NsOptions {
   int steps = 5;
   std::string dtype = "fp32";
   std::string accumulate = "fp32";
+  std::string products = "symmetric";
   std::string coeffs = "keller";
   int restart_at = 2;
 

@@ -25,8 +25,12 @@ struct NsCommand {
 
   void run() const {
     const NsConfig cfg = ns.config();
-    const NpyArray array = read_npy(input);
-    const Batch batch = array.batch();
+    std::vector<long> shape;
+    const Batch batch = [&] {  // the parsed array goes as soon as it is copied into matrices
+      const NpyArray array = read_npy(input);
+      shape = array.shape;
+      return array.batch();
+    }();
     const DType nd = normalization_dtype(cfg);
     const double largest = nd == DType::fp64 ? std::numeric_limits<double>::max()
                            : nd == DType::fp32 ? double(std::numeric_limits<float>::max())
@@ -63,11 +67,12 @@ struct NsCommand {
     }
     if (!output.empty()) {
       const bool wide = cfg.dtype == DType::fp64;
-      if (array.shape.size() == 2) write_npy(output, result[0], wide);
+      if (shape.size() == 2) write_npy(output, result[0], wide);
       else write_npy(output, result, wide);
     }
-    nlohmann::json j = {{"shape", array.shape}, {"kernel", kernel_name(cfg.kernel)}, {"dtype", dtype_name(cfg.dtype)},
-                        {"accumulate", accumulate_name(cfg.accumulate)}, {"coeffs", cfg.coeffs.name},
+    nlohmann::json j = {{"shape", shape}, {"kernel", kernel_name(cfg.kernel)}, {"dtype", dtype_name(cfg.dtype)},
+                        {"accumulate", accumulate_name(cfg.accumulate)}, {"products", products_name(cfg.products)},
+                        {"coeffs", cfg.coeffs.name},
                         {"steps", cfg.steps}, {"backend", engine->name()}, {"repeat", repeat},
                         {"seconds", median}, {"flops", flops}, {"gflops", flops / median / 1e9},
                         {"output_norm", std::sqrt(norm2)}, {"finite", finite}, {"output", output}};

@@ -95,6 +95,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--kv-heads", s.kv_heads, "KV heads (GQA): shards cut on KV-group boundaries (default: --heads)");
   cmd->add_option("--grain", s.grain, "tp_grain_size of the grain rule (1 training, 64 inference)")->capture_default_str();
   cmd->add_option("--accumulate", s.accumulate, "GEMM accumulation: fp32 | compute")->capture_default_str();
+  cmd->add_option("--products", s.products, "n x n products: symmetric (fast) | full (PyTorch's bits)")
+      ->check(CLI::IsMember({"symmetric", "full"}))->capture_default_str();
   cmd->add_option("--restart-at", s.restart_at, "gram kernel restart step")->capture_default_str();
   cmd->add_option("--out", st->out, "CSV file: one row per case (rows appended as cases finish, sorted into case order at the end)");
   cmd->add_flag("--resume", st->resume,

@@ -25,12 +25,12 @@ namespace {
 
 const std::vector<std::string> kHeader = {
     // parameters (the case key)
-    "rows", "cols", "spectrum", "seed", "kernel", "dtype", "accumulate", "steps", "coeffs", "restart_at", "tp", "axis",
-    "grain", "heads", "kv_heads", "strategy", "target", "reduction_order",
+    "rows", "cols", "spectrum", "seed", "kernel", "dtype", "accumulate", "products", "steps", "coeffs", "restart_at", "tp",
+    "axis", "grain", "heads", "kv_heads", "strategy", "target", "reduction_order",
     // results
     "rel_diff_mean", "rel_diff_max", "rel_diff_ranks", "cosine", "norm_ratio", "bytes_sent", "bytes_received",
     "messages", "flops", "extra_memory", "collectives", "bit_identical", "seconds"};
-constexpr std::size_t kKeyColumns = 18;
+constexpr std::size_t kKeyColumns = 19;
 
 std::string num(double v) {
   if (std::isnan(v)) return "nan";
@@ -115,13 +115,13 @@ nlohmann::json SweepSpec::to_json() const {
   return {{"shapes", shapes}, {"tp", tps}, {"axis", axes}, {"kernel", kernels}, {"strategy", strategies},
           {"dtype", dtypes}, {"steps", steps}, {"spectrum", spectra}, {"reduction_order", orders}, {"coeffs", coeffs},
           {"seeds", seeds}, {"heads", heads}, {"kv_heads", kv_heads}, {"grain", grain}, {"accumulate", accumulate},
-          {"restart_at", restart_at}};
+          {"products", products}, {"restart_at", restart_at}};
 }
 
 std::vector<std::string> SweepCase::key_fields() const {
   return {std::to_string(rows), std::to_string(cols), spectrum, std::to_string(seed),
           std::string(kernel_name(ns.kernel)), std::string(dtype_name(ns.dtype)),
-          std::string(accumulate_name(ns.accumulate)), std::to_string(ns.steps), ns.coeffs.name,
+          std::string(accumulate_name(ns.accumulate)), std::string(products_name(ns.products)), std::to_string(ns.steps), ns.coeffs.name,
           std::to_string(ns.restart_at), std::to_string(tp), std::to_string(axis), std::to_string(grain),
           std::to_string(heads), std::to_string(kv_heads), std::string(strategy_name(strategy)),
           std::string(target_name(natural_target(strategy))), std::string(reduction_order_name(order))};
@@ -171,6 +171,7 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
   std::vector<DType> dtypes;
   for (const auto& d : spec.dtypes) dtypes.push_back(parse_dtype(d));
   const Accumulate accumulate = parse_accumulate(spec.accumulate);
+  const Products products = parse_products(spec.products);
   for (int st : spec.steps)
     if (st < 0 || st > 1000) throw std::invalid_argument("--steps must be in 0..1000, got " + std::to_string(st));
   std::vector<ReductionOrder> orders;
@@ -237,6 +238,7 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
                         c.ns.kernel = k;
                         c.ns.dtype = d;
                         c.ns.accumulate = accumulate;
+                        c.ns.products = products;
                         c.ns.steps = st;
                         c.ns.coeffs = sched;
                         c.ns.restart_at = spec.restart_at;
@@ -416,7 +418,7 @@ const std::string& field(const std::vector<std::string>& row, const std::string&
 double number(const std::vector<std::string>& row, const std::string& column) { return std::stod(field(row, column)); }
 
 nlohmann::json row_json(const std::vector<std::string>& fields) {
-  static const std::set<std::string> text = {"spectrum", "kernel", "dtype", "accumulate", "coeffs", "strategy", "target",
+  static const std::set<std::string> text = {"spectrum", "kernel", "dtype", "accumulate", "products", "coeffs", "strategy", "target",
                                              "reduction_order"};
   nlohmann::json j = nlohmann::json::object();
   for (std::size_t i = 0; i < kHeader.size() && i < fields.size(); ++i) {

@@ -38,6 +38,7 @@ struct SweepSpec {
   int seeds = 1;
   std::int64_t heads = 0, kv_heads = 0, grain = 1;
   std::string accumulate = "fp32";
+  std::string products = "symmetric";
   int restart_at = 2;
 
   nlohmann::json to_json() const;

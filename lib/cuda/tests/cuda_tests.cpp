@@ -328,7 +328,7 @@ BOOST_AUTO_TEST_CASE(elementwise_kernels_match_cpu_formulas_bitwise) {
     const MatD x = gaussian(19, 23, 11), p = gaussian(19, 23, 12, 3.0);
     auto dx = cuda_detail::upload_matrices({&x}, false, d);
     auto dp = cuda_detail::upload_matrices({&p}, false, d);
-    cuda_detail::CudaOps ops(blas, d);
+    cuda_detail::CudaOps ops(blas, config(Kernel::standard, d));
     const double a = ops.scalar(-4.7750);
     const MatD got = cuda_detail::download_matrices(ops.lincomb(a, dx, dp), false)[0];
     const MatD xr = x.unaryExpr([d](double v) { return round_to(d, v); });

@@ -13,11 +13,22 @@ enum class Kernel { standard, gram };
 Kernel parse_kernel(std::string_view);
 std::string_view kernel_name(Kernel);
 
+// How the n x n products of the iteration (A A, and the Gram loop's updates, all polynomials in
+// the Gram matrix, so symmetric in exact arithmetic) are computed. `symmetric`: the upper
+// triangle only, mirrored: about half the FLOPs of those products, every n x n matrix symmetric
+// bit for bit. `full`: both triangles, as PyTorch (and so DeepSpeed) computes them; for bit-level
+// comparison with DeepSpeed's outputs. Both round every entry once; measured cost of `symmetric`
+// in accuracy: reports/performance.md.
+enum class Products { symmetric, full };
+Products parse_products(std::string_view);
+std::string_view products_name(Products);
+
 struct NsConfig {
   Kernel kernel = Kernel::gram;
   int steps = 5;
   DType dtype = DType::fp32;
   Accumulate accumulate = Accumulate::fp32;
+  Products products = Products::symmetric;
   CoeffSchedule coeffs = builtin_schedule("keller");
   int restart_at = 2;  // gram only; a value outside 1..steps-1 means "never restart"
   double eps = 1e-7;
