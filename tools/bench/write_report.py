@@ -216,8 +216,10 @@ p, q = 1024, 4096
 w("Why it can exceed SGEMM: the plain count is 4p²q+2p³ per step; the backend does X Xᵀ by `ssyrk` "
   "(p²q), the n x n product (cA)·A as its upper triangle only, in row panels of p/8 rows mirrored "
   "(products=symmetric: (1 + 1/8)/2 of 2p³), and B·X as a GEMM (2p²q): about 3p²q + 1.1p³ of work "
-  "for 4p²q + 2p³ counted, a ceiling of %.2fx the GEMM rate at 1024x4096 and %.2fx at 4096x4096 if "
-  "nothing else cost time. The rest goes to the elementwise passes (normalization, a·X + P in place, "
+  "for 4p²q + 2p³ counted: about %.2fx the `pq_qp` GEMM rate at 1024x4096 and %.2fx at 4096x4096 if "
+  "every product ran at that rate and nothing else cost time (a measured ratio can land slightly "
+  "above: ssyrk and the panel GEMMs need not run at exactly the `pq_qp` rate, and each figure is a "
+  "median of noisy runs). The rest goes to the elementwise passes (normalization, a·X + P in place, "
   "rounding) and to first-touch page faults of fresh buffers, which the backend avoids by reusing "
   "the storage of dead matrices of the same size within a call (CpuOps::recycle)."
   % ((4 * p * p * q + 2 * p ** 3) / (3 * p * p * q + 1.125 * p ** 3), 6 / (3 + 1.125)))
@@ -433,8 +435,12 @@ if acc:
       "result, median (max) over %d seeds; `-` where some run diverged to non-finite values (the "
       "Gram loop on rank-deficient inputs in bf16, a known limit of that loop). Both modes round every "
       "entry once; mirroring drops the independent rounding of the lower triangle, so the symmetric "
-      "part of the error no longer averages two draws: the Gram loop's error grows by up to ~1.3x "
-      "(standard: unchanged, its n x n product is one of three per step)." % acc[0]["seeds"])
+      "part of the error no longer averages two draws. Where the iteration converges (errors near "
+      "the dtype's rounding level) the Gram loop's error grows by 1.0-1.3x and the standard loop's "
+      "is unchanged (its n x n product is one of three per step); where the Gram loop already "
+      "diverges on rank-deficient inputs at 10 steps (errors 0.06-3 in both modes, rounding noise "
+      "on zero singular values amplified ~a^steps), symmetric products make it up to several times "
+      "worse. DeepSpeed's configuration is 5 steps." % acc[0]["seeds"])
     w("")
     w("| input | dtype | kernel | steps | symmetric | full | symmetric/full (median) |")
     w("|---|---|---|---|---|---|---|")
