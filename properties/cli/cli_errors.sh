@@ -46,6 +46,7 @@ expect_error() {  # $1: description, $2: regex the message must match, rest: the
 
 o="$work/out.npy"
 expect_error "unknown flag" "--frobnicate|not expected|extra" "$nsv" ns --input "$work/good.npy" --frobnicate
+expect_error "unknown products mode" "symmetric,full" "$nsv" ns --input "$work/good.npy" --products upper --output "$o"
 expect_error "not a .npy file" "not a \.npy" "$nsv" ns --input "$work/text.npy" --output "$o"
 expect_error "truncated .npy" "truncated" "$nsv" ns --input "$work/truncated.npy" --output "$o"
 expect_error "integer .npy" "float32 or float64" "$nsv" ns --input "$work/int.npy" --output "$o"
