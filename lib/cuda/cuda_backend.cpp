@@ -26,18 +26,6 @@ namespace nsv {
 namespace cuda_detail {
 namespace {
 
-// One arithmetic operation in dtype d, as normalize.cpp does it: fp64 in double, every other
-// dtype in float with the result rounded to d.
-double sum_in(DType d, double x, double y) {
-  if (d == DType::fp64) return x + y;
-  return round_to(d, static_cast<double>(static_cast<float>(x) + static_cast<float>(y)));
-}
-
-// The kernel's own choice: the gram loop only when the Gram matrix is smaller than the matrix.
-Iteration kernel_iteration(const NsConfig& cfg, std::int64_t gram_dim, std::int64_t other_dim) {
-  return cfg.kernel == Kernel::gram && gram_dim < other_dim ? Iteration::gram : Iteration::standard;
-}
-
 cuda::Fp32Math fp32_math(const CudaOptions& o) { return o.tf32 ? cuda::Fp32Math::tf32 : cuda::Fp32Math::ieee; }
 
 void check_config(const NsConfig& cfg) {
@@ -99,11 +87,6 @@ std::vector<double> sums_of_squares(const Carrier& c) {
   std::vector<double> sums(static_cast<std::size_t>(c.count), 0.0);
   cuda::sum_squares(c.buf.data(), c.f64, c.rows * c.cols, c.count, sums.data());
   return sums;
-}
-
-double denominator(DType nd, double sum_sq, double eps) {
-  const double norm = round_to(nd, std::sqrt(sum_sq));
-  return sum_in(nd, norm, round_to(nd, eps));
 }
 
 DeviceMatrix divide(const Carrier& c, const std::vector<double>& den, const NsConfig& cfg) {
@@ -175,12 +158,12 @@ std::vector<MatD> newton_schulz_group(cuda::Blas& blas, const std::vector<const 
   const std::vector<double> sums = sums_of_squares(carrier);
   std::vector<double> den;
   den.reserve(sums.size());
-  for (double s : sums) den.push_back(denominator(nd, s, cfg.eps));
+  for (double s : sums) den.push_back(detail::normalization_denominator(nd, s, cfg.eps));
   std::vector<DeviceMatrix> y;
   y.push_back(divide(carrier, den, cfg));
   CudaOps ops(blas, cfg);
   detail::ShardedIteration<CudaOps> it(ops, nullptr, cfg, 1);
-  it.run(y, kernel_iteration(cfg, carrier.rows, carrier.cols));
+  it.run(y, detail::kernel_iteration(cfg, carrier.rows, carrier.cols));
   return download_matrices(y[0], tall);
 }
 
@@ -197,10 +180,10 @@ DeviceNsTiming time_device_ns(const CudaOptions& options, const MatD& g, const N
     timer.start();
     const std::vector<double> sums = sums_of_squares(carrier);
     std::vector<DeviceMatrix> y;
-    y.push_back(divide(carrier, {denominator(nd, sums[0], cfg.eps)}, cfg));
+    y.push_back(divide(carrier, {detail::normalization_denominator(nd, sums[0], cfg.eps)}, cfg));
     CudaOps ops(blas, cfg);
     detail::ShardedIteration<CudaOps> it(ops, nullptr, cfg, 1);
-    it.run(y, kernel_iteration(cfg, carrier.rows, carrier.cols));
+    it.run(y, detail::kernel_iteration(cfg, carrier.rows, carrier.cols));
     const double ms = timer.stop_ms();
     if (r >= warmup) timing.ms.push_back(ms);
     if (r == warmup + repeats - 1) timing.result = download_matrices(y[0], tall)[0];
@@ -291,7 +274,8 @@ class CudaBackend final : public Backend {
     for (const auto& c : carriers)
       if (c.rows != gram_dim) throw std::invalid_argument("shards disagree on the unsharded dimension");
     // The norm's square: a scalar all-reduce in the wire dtype of normalize.cpp (fp32, fp64 for fp64).
-    const double den = denominator(nd, comm.all_reduce_scalar(partial, nsv::detail::norm_wire_dtype(cfg)), cfg.eps);
+    const double sum_sq = comm.all_reduce_scalar(partial, nsv::detail::norm_wire_dtype(cfg));
+    const double den = detail::normalization_denominator(nd, sum_sq, cfg.eps);
     std::vector<DeviceMatrix> y;
     for (const auto& c : carriers) y.push_back(divide(c, {den}, cfg));
     carriers.clear();

@@ -23,10 +23,6 @@ Carrier upload_carrier(const std::vector<const MatD*>& mats, bool transpose, DTy
 // Each matrix's sum of squares, on the device, in double, in a fixed order (see device.hpp).
 std::vector<double> sums_of_squares(const Carrier&);
 
-// normalize.cpp's denominator: round_nd(round_nd(sqrt(sum_sq)) + round_nd(eps)), the sum in
-// nd's arithmetic (fp32 for the 16-bit types).
-double denominator(DType nd, double sum_sq, double eps);
-
 // Matrix b of the carrier divided by den[b], in nd's arithmetic, rounded to cfg.dtype.
 DeviceMatrix divide(const Carrier&, const std::vector<double>& den, const NsConfig& cfg);
 

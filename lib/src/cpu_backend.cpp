@@ -134,11 +134,17 @@ class CpuOps {
   }
 
   Matrix rounded(Matrix m) const {
-    if (dtype_ == DType::bf16 || dtype_ == DType::fp16)
-      with_rounding([&](auto rnd) {
-        for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = rnd(m.data()[i]);
-      });
+    round_block(m.data(), m.rows(), m.cols(), m.cols());
     return m;
+  }
+
+  // Rounds a rows x cols block (row stride ld) in place; fp32 and fp64 values already are.
+  void round_block(T* p, Eigen::Index rows, Eigen::Index cols, Eigen::Index ld) const {
+    if (dtype_ != DType::bf16 && dtype_ != DType::fp16) return;
+    with_rounding([&](auto rnd) {
+      for (Eigen::Index i = 0; i < rows; ++i)
+        for (Eigen::Index j = 0; j < cols; ++j) p[i * ld + j] = rnd(p[i * ld + j]);
+    });
   }
 
   // Rows [first, first + count) of round(alpha S), into `out` (count x n, row-major).
@@ -186,11 +192,7 @@ class CpuOps {
       return;
     }
     blas_gemm(as_int(rows), as_int(n - i0), as_int(n), left, as_int(n), b.data() + i0, as_int(n), out, as_int(n));
-    if (dtype_ == DType::bf16 || dtype_ == DType::fp16)
-      with_rounding([&](auto rnd) {
-        for (Eigen::Index i = 0; i < rows; ++i)
-          for (Eigen::Index j = 0; j < n - i0; ++j) out[i * n + j] = rnd(out[i * n + j]);
-      });
+    round_block(out, rows, n - i0, n);
   }
 
   // Lower triangle := transpose of the upper one, in tiles so both sides stay in cache.
@@ -258,16 +260,11 @@ ShardedResult iterate_any(const std::vector<const MatD*>& shards, bool transpose
                                   : iterate<float>(shards, transpose, iteration, comm, cfg);
 }
 
-// The kernel's own choice: the gram loop only when the Gram matrix is smaller than the matrix.
-Iteration kernel_iteration(const NsConfig& cfg, Eigen::Index gram_dim, Eigen::Index other_dim) {
-  return cfg.kernel == Kernel::gram && gram_dim < other_dim ? Iteration::gram : Iteration::standard;
-}
-
 // A tall input runs as its transpose (the kernels' transpose rule).
 MatD whole(const MatD& g, const NsConfig& cfg) {
   const bool tall = detail::is_tall(g);
   const Eigen::Index gram_dim = tall ? g.cols() : g.rows(), other_dim = tall ? g.rows() : g.cols();
-  return std::move(iterate_any({&g}, tall, kernel_iteration(cfg, gram_dim, other_dim), nullptr, cfg).shards[0]);
+  return std::move(iterate_any({&g}, tall, detail::kernel_iteration(cfg, gram_dim, other_dim), nullptr, cfg).shards[0]);
 }
 
 class CpuBackend final : public Backend {

@@ -43,13 +43,15 @@ void divide(Mat<T>& m, double denominator, DType nd, DType compute) {
   });
 }
 
-// norm + eps as one addition in nd.
-double sum_in(DType d, double x, double y) {
-  if (d == DType::fp64) return x + y;
-  return round_to(d, static_cast<double>(static_cast<float>(x) + static_cast<float>(y)));
-}
-
 }  // namespace
+
+double normalization_denominator(DType nd, double sum_of_squares, double eps) {
+  const double norm = round_to(nd, std::sqrt(sum_of_squares));
+  const double e = round_to(nd, eps);
+  // norm + eps as one addition in nd: in double for fp64, in float (PyTorch's opmath) otherwise
+  if (nd == DType::fp64) return norm + e;
+  return round_to(nd, static_cast<double>(static_cast<float>(norm) + static_cast<float>(e)));
+}
 
 template <class T>
 std::vector<Mat<T>> normalize_as(const std::vector<const MatD*>& shards, bool transpose, const NsConfig& cfg,
@@ -64,8 +66,7 @@ std::vector<Mat<T>> normalize_as(const std::vector<const MatD*>& shards, bool tr
     partial.push_back(sum_of_squares(out.back()));
   }
   const double total = shards.size() == 1 ? partial[0] : comm->all_reduce_scalar(partial, norm_wire_dtype(cfg));
-  const double norm = round_to(nd, std::sqrt(total));
-  const double denominator = sum_in(nd, norm, round_to(nd, cfg.eps));
+  const double denominator = normalization_denominator(nd, total, cfg.eps);
   for (auto& m : out) divide(m, denominator, nd, cfg.dtype);
   return out;
 }

@@ -19,6 +19,10 @@ template <class T>
 std::vector<Mat<T>> normalize_as(const std::vector<const MatD*>& shards, bool transpose, const NsConfig& cfg,
                                  Communicator* comm);
 
+// ||X||_F + eps as the kernels form it from the sum of squares: the norm rounded to the
+// normalization dtype nd, then one addition in nd's arithmetic (float for the 16-bit types).
+double normalization_denominator(DType nd, double sum_of_squares, double eps);
+
 // The same, carried as MatD.
 inline std::vector<MatD> normalize(const std::vector<MatD>& shards, const NsConfig& cfg, Communicator* comm) {
   std::vector<const MatD*> views;

@@ -40,6 +40,11 @@
 
 namespace nsv::detail {
 
+// The kernel's own choice: the gram loop only when the Gram matrix is smaller than the matrix.
+inline Iteration kernel_iteration(const NsConfig& cfg, std::int64_t gram_dim, std::int64_t other_dim) {
+  return cfg.kernel == Kernel::gram && gram_dim < other_dim ? Iteration::gram : Iteration::standard;
+}
+
 template <class Ops>
 class ShardedIteration {
  public:

@@ -7,11 +7,11 @@
 //   nsv_peak_memory ROWSxCOLS standard|gram STEPS [fp32|bf16|fp16|fp64]
 #include <cstdio>
 #include <fstream>
-#include <random>
 #include <stdexcept>
 #include <string>
 
 #include "nsv/backend.hpp"
+#include "nsv/spectra.hpp"
 
 namespace {
 
@@ -43,10 +43,8 @@ int main(int argc, char** argv) try {
   cfg.kernel = nsv::parse_kernel(argv[2]);
   cfg.steps = std::stoi(argv[3]);
   if (argc > 4) cfg.dtype = nsv::parse_dtype(argv[4]);
-  nsv::Batch input(1, nsv::MatD(rows, cols));
-  std::mt19937_64 rng(1);
-  std::normal_distribution<double> normal;
-  for (Eigen::Index i = 0; i < input[0].size(); ++i) input[0].data()[i] = static_cast<float>(normal(rng));
+  nsv::Batch input;
+  input.push_back(nsv::gaussian_matrix(rows, cols, 1));
   const auto backend = nsv::make_cpu_backend();
   reset_peak();
   const long before = status_kib("VmRSS");

@@ -458,7 +458,7 @@ BOOST_AUTO_TEST_CASE(normalization_matches_cpu) {
       const DType nd = normalization_dtype(cfg);
       const auto carrier = cuda_detail::upload_carrier({&g}, false, nd);
       const auto sums = cuda_detail::sums_of_squares(carrier);
-      const auto x = cuda_detail::divide(carrier, {cuda_detail::denominator(nd, sums[0], cfg.eps)}, cfg);
+      const auto x = cuda_detail::divide(carrier, {detail::normalization_denominator(nd, sums[0], cfg.eps)}, cfg);
       const MatD got = cuda_detail::download_matrices(x, false)[0];
       if (d == DType::fp64)
         // The CPU's sequential sum of n positive terms is within (n-1)u of the exact sum (the
