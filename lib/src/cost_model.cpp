@@ -150,7 +150,7 @@ StrategyPlan plan_strategy(Strategy s, const Layout& layout, std::int64_t rows, 
       break;
     }
     case Strategy::per_head: {  // batched per-head NS on each head-aligned dim-0 shard
-      if (const std::string why = per_head_inapplicable_reason(layout, head_dim); !why.empty()) throw std::invalid_argument(why);
+      if (const std::string why = inapplicable_reason(Strategy::per_head, layout, head_dim); !why.empty()) throw std::invalid_argument(why);
       for (int r = 0; r < tp; ++r) {
         const std::int64_t local_heads = layout.width(r) / head_dim;
         plan.flops[static_cast<std::size_t>(r)] = local_heads > 0 ? static_cast<std::uint64_t>(local_heads) * ns_flops(cfg, head_dim, cols) : 0;

@@ -9,65 +9,8 @@
 
 namespace nsv {
 
-Strategy parse_strategy(std::string_view s) {
-  for (Strategy k : kAllStrategies)
-    if (strategy_name(k) == s) return k;
-  throw std::invalid_argument("unknown strategy '" + std::string(s) +
-                              "': expected shard, gather, per_head, gram_allreduce, gram_restart_allreduce or owner");
-}
-
-std::string_view strategy_name(Strategy s) {
-  switch (s) {
-    case Strategy::shard: return "shard";
-    case Strategy::gather: return "gather";
-    case Strategy::per_head: return "per_head";
-    case Strategy::gram_allreduce: return "gram_allreduce";
-    case Strategy::gram_restart_allreduce: return "gram_restart_allreduce";
-    case Strategy::owner: return "owner";
-  }
-  return "?";
-}
-
-Target parse_target(std::string_view s) {
-  if (s == "whole") return Target::whole;
-  if (s == "per_head") return Target::per_head;
-  throw std::invalid_argument("unknown target '" + std::string(s) + "': expected whole or per_head");
-}
-std::string_view target_name(Target t) { return t == Target::whole ? "whole" : "per_head"; }
-Target natural_target(Strategy s) { return s == Strategy::per_head ? Target::per_head : Target::whole; }
-
-Promise promise_of(Strategy s) {
-  switch (s) {
-    case Strategy::shard: return Promise::none;
-    case Strategy::gram_allreduce:
-    case Strategy::gram_restart_allreduce: return Promise::rounding_noise;
-    default: return Promise::bit_identical;
-  }
-}
-std::string_view promise_name(Promise p) {
-  switch (p) {
-    case Promise::none: return "none";
-    case Promise::bit_identical: return "bit_identical";
-    case Promise::rounding_noise: return "rounding_noise";
-  }
-  return "?";
-}
-
 ShardedMatrix shard_matrix(const MatD& g, const Layout& layout, std::int64_t head_dim) {
   return {split(g, layout), layout, head_dim};
-}
-
-std::string per_head_inapplicable_reason(const Layout& layout, std::int64_t head_dim) {
-  if (layout.axis != 0)
-    return "per_head applies to dim-0 (column-parallel) splits only: a dim-1 (row-parallel) split cuts the "
-           "input axis, which per-head NS does not batch over (o_proj, down_proj). Use gather, owner or "
-           "gram_allreduce for this matrix.";
-  if (head_dim < 1) return "per_head needs the head dimension of a matrix with heads on dim 0 (nsv shard: --heads H)";
-  for (int r = 0; r < layout.tp(); ++r)
-    if (layout.width(r) % head_dim != 0)
-      return "per_head: rank " + std::to_string(r) + " holds " + std::to_string(layout.width(r)) +
-             " rows, not a whole number of heads of " + std::to_string(head_dim) + " rows; the shards must be head-aligned";
-  return {};
 }
 
 namespace {
@@ -110,7 +53,7 @@ StrategyRun run_gather(const Backend& b, const ShardedMatrix& m, const NsConfig&
 }
 
 void check_per_head_applies(const ShardedMatrix& m) {
-  if (const std::string why = per_head_inapplicable_reason(m.layout, m.head_dim); !why.empty())
+  if (const std::string why = inapplicable_reason(Strategy::per_head, m.layout, m.head_dim); !why.empty())
     throw std::invalid_argument(why);
 }
 

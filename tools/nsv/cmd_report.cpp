@@ -593,7 +593,7 @@ struct ReportCommand {
       std::string holds;
       const Promise p = promise_of(s);
       if (p == Promise::bit_identical) holds = bit == v.size() ? "yes (exact)" : "**NO**";
-      else if (p == Promise::rounding_noise) holds = st.max < 1e-4 ? "yes (fp32 noise, see §6)" : "**check**";
+      else if (p == Promise::exact_arithmetic) holds = st.max < 1e-4 ? "yes (fp32 noise, see §6)" : "**check**";
       else {
         const double gmin = stats(collect(rm, [&](const Row& r) { return r.strategy == name && r.tp >= 2 && r.spectrum == "gaussian"; })).min;
         holds = fmt::format("diverges (Gaussian min {:.3f} > 0.1: S6)", gmin);

@@ -9,27 +9,9 @@
 #include "nsv/backend.hpp"
 #include "nsv/communicator.hpp"
 #include "nsv/layout.hpp"
+#include "nsv/strategy.hpp"
 
 namespace nsv {
-
-enum class Strategy { shard, gather, per_head, gram_allreduce, gram_restart_allreduce, owner };
-inline constexpr Strategy kAllStrategies[] = {Strategy::shard, Strategy::gather, Strategy::per_head,
-                                              Strategy::gram_allreduce, Strategy::gram_restart_allreduce,
-                                              Strategy::owner};
-Strategy parse_strategy(std::string_view);
-std::string_view strategy_name(Strategy);
-
-// What a strategy is compared against: NS of the unsharded matrix, or per-head NS of it.
-enum class Target { whole, per_head };
-Target parse_target(std::string_view);
-std::string_view target_name(Target);
-// The semantics a strategy promises (per_head for `per_head`, whole for every other).
-Target natural_target(Strategy);
-
-// What a strategy promises against its natural target (SPEC §3).
-enum class Promise { none, bit_identical, rounding_noise };
-Promise promise_of(Strategy);
-std::string_view promise_name(Promise);
 
 struct ShardedMatrix {
   std::vector<MatD> shards;   // shards[r] is what rank r holds
@@ -53,10 +35,6 @@ struct StrategyRun {
   // owner rank: input and result), the replicated Gram and polynomial (all-reduce strategies).
   std::vector<std::uint64_t> extra_memory;
 };
-
-// Whether per_head applies to a layout: empty when it does, otherwise the reason (the message
-// run_strategy throws, and what the cost model and the audit report).
-std::string per_head_inapplicable_reason(const Layout&, std::int64_t head_dim);
 
 // Throws std::invalid_argument with a message saying what to change when the strategy does not
 // apply (per_head on a dim-1 split, without head metadata, or on shards that cut a head).
