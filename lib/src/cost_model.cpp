@@ -6,6 +6,7 @@
 #include <string>
 
 #include "normalize.hpp"
+#include "nsv/invalid_field.hpp"
 #include "ns_algorithm.hpp"
 
 namespace nsv {
@@ -108,9 +109,10 @@ void plan_sharded_iteration(StrategyPlan& plan, const Layout& layout, std::int64
 }  // namespace
 
 void CostParams::validate() const {
-  if (!(latency_us >= 0) || !std::isfinite(latency_us)) throw std::invalid_argument("--latency-us must be a finite number >= 0");
-  if (!(link_gbps > 0) || !std::isfinite(link_gbps)) throw std::invalid_argument("--link-gbps must be a finite number > 0");
-  if (!(tflops > 0) || !std::isfinite(tflops)) throw std::invalid_argument("--tflops must be a finite number > 0");
+  const auto got = [](double v) { return ", got " + std::to_string(v); };
+  if (!(latency_us >= 0) || !std::isfinite(latency_us)) throw InvalidField("latency_us", "must be a finite number >= 0" + got(latency_us));
+  if (!(link_gbps > 0) || !std::isfinite(link_gbps)) throw InvalidField("link_gbps", "must be a finite number > 0" + got(link_gbps));
+  if (!(tflops > 0) || !std::isfinite(tflops)) throw InvalidField("tflops", "must be a finite number > 0" + got(tflops));
 }
 
 std::pair<std::int64_t, std::int64_t> shard_shape(const Layout& layout, std::int64_t rows, std::int64_t cols, int rank) {

@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "nsv/invalid_field.hpp"
+
 namespace nsv {
 
 Kernel parse_kernel(std::string_view s) {
@@ -24,11 +26,11 @@ std::string_view products_name(Products p) { return p == Products::symmetric ? "
 
 void NsConfig::validate() const {
   if (steps < 0 || steps > 1000)
-    throw std::invalid_argument("steps must be between 0 and 1000, got " + std::to_string(steps));
-  if (coeffs.triples.empty()) throw std::invalid_argument("the coefficient schedule is empty");
-  if (!(eps >= 0.0)) throw std::invalid_argument("eps must be >= 0");
+    throw InvalidField("steps", "must be between 0 and 1000, got " + std::to_string(steps));
+  if (coeffs.triples.empty()) throw InvalidField("coeffs", "must hold at least one (a, b, c) triple, got an empty schedule");
+  if (!(eps >= 0.0)) throw InvalidField("eps", "must be >= 0, got " + std::to_string(eps));
   if (accumulate == Accumulate::compute && dtype == DType::fp64)
-    throw std::invalid_argument("--accumulate compute is meaningful for bf16/fp16/fp32 only");
+    throw InvalidField("accumulate", "compute is meaningful for bf16/fp16/fp32 only, not with dtype fp64");
 }
 
 DType normalization_dtype(const NsConfig& cfg) {

@@ -1,5 +1,7 @@
 #include "cli_common.hpp"
 
+#include <algorithm>
+
 namespace nsv::cli {
 
 void NsOptions::add_to(CLI::App& cmd) {
@@ -128,6 +130,13 @@ void print_rank_table(const Comparison& c) {
     if (c.collectives[static_cast<std::size_t>(k)] > 0)
       coll += std::string(collective_name(k)) + " x" + std::to_string(c.collectives[static_cast<std::size_t>(k)]) + "  ";
   std::printf("collectives: %s\n", coll.empty() ? "none" : coll.c_str());
+}
+
+std::string flag_of_field(const std::string& field) {
+  // Every flag is its field's name with `_` written `-` (restart_at: --restart-at).
+  std::string flag = "--" + field;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
 }  // namespace nsv::cli

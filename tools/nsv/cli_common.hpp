@@ -43,6 +43,10 @@ struct HeadGeometry {
 };
 HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis);
 
+// The command-line flag that sets a library field (nsv::InvalidField::field): `tp` -> `--tp`,
+// `latency_us` -> `--latency-us`.
+std::string flag_of_field(const std::string& field);
+
 nlohmann::json config_json(const NsConfig&);
 nlohmann::json comparison_json(const Comparison&);
 void print_rank_table(const Comparison&);

@@ -1,7 +1,9 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli_common.hpp"
 #include "commands.hpp"
+#include "nsv/invalid_field.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -18,6 +20,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const nsv::InvalidField& e) {
+    std::fprintf(stderr, "nsv: error: %s %s\n", nsv::cli::flag_of_field(e.field()).c_str(), e.requirement().c_str());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nsv: error: %s\n", e.what());
     return 1;
