@@ -20,6 +20,7 @@
 #include "cuda_ops.hpp"
 #include "device.hpp"
 #include "ns_algorithm.hpp"
+#include "sharded_frame.hpp"
 #include "nsv/backend.hpp"
 
 namespace nsv {
@@ -151,10 +152,10 @@ std::vector<MatD> download_matrices(const DeviceMatrix& x, bool transpose) {
 
 std::vector<MatD> newton_schulz_group(cuda::Blas& blas, const std::vector<const MatD*>& mats, const NsConfig& cfg) {
   check_group(mats);
-  // The wide frame: a tall matrix is transposed so the iteration runs on p x q with p <= q.
-  const bool tall = mats[0]->rows() > mats[0]->cols();
+  // The one-shard frame (sharded_frame.hpp): a tall matrix runs as its transpose.
+  const auto frame = detail::sharded_frame(cfg, 0, {{mats[0]->rows(), mats[0]->cols()}}, Iteration::standard);
   const DType nd = normalization_dtype(cfg);
-  const Carrier carrier = upload_carrier(mats, tall, nd);
+  const Carrier carrier = upload_carrier(mats, frame.transpose, nd);
   const std::vector<double> sums = sums_of_squares(carrier);
   std::vector<double> den;
   den.reserve(sums.size());
@@ -162,17 +163,17 @@ std::vector<MatD> newton_schulz_group(cuda::Blas& blas, const std::vector<const 
   std::vector<DeviceMatrix> y;
   y.push_back(divide(carrier, den, cfg));
   CudaOps ops(blas, cfg);
-  detail::ShardedIteration<CudaOps> it(ops, nullptr, cfg, 1);
-  it.run(y, detail::kernel_iteration(cfg, carrier.rows, carrier.cols));
-  return download_matrices(y[0], tall);
+  detail::ShardedIteration<CudaOps> it(ops, cfg, 1);
+  it.run(y, frame.iteration);
+  return download_matrices(y[0], frame.transpose);
 }
 
 DeviceNsTiming time_device_ns(const CudaOptions& options, const MatD& g, const NsConfig& cfg, int warmup, int repeats) {
   check_config(cfg);
   cuda::Blas blas(fp32_math(options));
-  const bool tall = g.rows() > g.cols();
+  const auto frame = detail::sharded_frame(cfg, 0, {{g.rows(), g.cols()}}, Iteration::standard);
   const DType nd = normalization_dtype(cfg);
-  const Carrier carrier = upload_carrier({&g}, tall, nd);  // rounding to nd is idempotent: done once
+  const Carrier carrier = upload_carrier({&g}, frame.transpose, nd);  // rounding to nd is idempotent: done once
   DeviceNsTiming timing;
   cuda::Timer timer;
   for (int r = 0; r < warmup + repeats; ++r) {
@@ -182,11 +183,11 @@ DeviceNsTiming time_device_ns(const CudaOptions& options, const MatD& g, const N
     std::vector<DeviceMatrix> y;
     y.push_back(divide(carrier, {detail::normalization_denominator(nd, sums[0], cfg.eps)}, cfg));
     CudaOps ops(blas, cfg);
-    detail::ShardedIteration<CudaOps> it(ops, nullptr, cfg, 1);
-    it.run(y, detail::kernel_iteration(cfg, carrier.rows, carrier.cols));
+    detail::ShardedIteration<CudaOps> it(ops, cfg, 1);
+    it.run(y, frame.iteration);
     const double ms = timer.stop_ms();
     if (r >= warmup) timing.ms.push_back(ms);
-    if (r == warmup + repeats - 1) timing.result = download_matrices(y[0], tall)[0];
+    if (r == warmup + repeats - 1) timing.result = download_matrices(y[0], frame.transpose)[0];
   }
   return timing;
 }
@@ -253,38 +254,30 @@ class CudaBackend final : public Backend {
   ShardedResult newton_schulz_sharded(const std::vector<MatD>& shards, int axis, Iteration iteration,
                                       Communicator& comm, const NsConfig& cfg) const override {
     check_config(cfg);
-    if (axis != 0 && axis != 1) throw std::invalid_argument("axis must be 0 or 1");
     if (static_cast<int>(shards.size()) != comm.size()) throw std::invalid_argument("one shard per rank is required");
+    const auto frame = detail::sharded_frame(cfg, axis, detail::shard_shapes(shards), iteration);
     std::lock_guard<std::mutex> lock(mutex_);
     if (shards.size() == 1)
       return {{std::move(newton_schulz_group(*blas_, {&shards[0]}, cfg)[0])},
               {ns_flops(cfg, shards[0].rows(), shards[0].cols())}};
-    // As the CPU reference: Y = [Y_1 ... Y_p] split along its columns (the shards for a dim-1
-    // split, their transposes for a dim-0 split); the Gram Y Y^T is over the unsharded axis.
-    std::int64_t gram_dim = 0, other_dim = 0;
     const DType nd = normalization_dtype(cfg);
     std::vector<Carrier> carriers;
     std::vector<double> partial;
     for (const auto& s : shards) {
-      carriers.push_back(upload_carrier({&s}, axis == 0, nd));
-      gram_dim = carriers.back().rows;
-      other_dim += carriers.back().cols;
+      carriers.push_back(upload_carrier({&s}, frame.transpose, nd));
       partial.push_back(sums_of_squares(carriers.back())[0]);
     }
-    for (const auto& c : carriers)
-      if (c.rows != gram_dim) throw std::invalid_argument("shards disagree on the unsharded dimension");
     // The norm's square: a scalar all-reduce in the wire dtype of normalize.cpp (fp32, fp64 for fp64).
     const double sum_sq = comm.all_reduce_scalar(partial, nsv::detail::norm_wire_dtype(cfg));
     const double den = detail::normalization_denominator(nd, sum_sq, cfg.eps);
     std::vector<DeviceMatrix> y;
     for (const auto& c : carriers) y.push_back(divide(c, {den}, cfg));
     carriers.clear();
-    const Iteration chosen = gram_dim == other_dim ? Iteration::standard : iteration;
-    CudaOps ops(*blas_, cfg);
-    detail::ShardedIteration<CudaOps> it(ops, &comm, cfg, shards.size());
-    it.run(y, chosen);
+    CudaOps ops(*blas_, cfg, &comm);
+    detail::ShardedIteration<CudaOps> it(ops, cfg, shards.size());
+    it.run(y, frame.iteration);
     ShardedResult result;
-    for (const auto& m : y) result.shards.push_back(std::move(download_matrices(m, axis == 0)[0]));
+    for (const auto& m : y) result.shards.push_back(std::move(download_matrices(m, frame.transpose)[0]));
     result.flops_per_rank = it.flops_per_rank();
     return result;
   }

@@ -24,8 +24,8 @@
 //   lincomb(a, X, P)   round(round(a X) + P) elementwise, written over P.
 //   add_diagonal(Z, a) Z_ii = round(Z_ii + a).
 //   recycle(M)         nothing: M's device buffer is freed as it goes.
-//   all_reduce         device -> host Mat<float> (Mat<double> for fp64), the Communicator's
-//                      all-reduce with the compute dtype on the wire, host -> device.
+//   all_reduce(parts)  device -> host Mat<float> (Mat<double> for fp64), the all-reduce of the
+//                      Communicator the ops hold, the compute dtype on the wire, host -> device.
 //   scalar(v)          v rounded to fp32 (fp64 for fp64): PyTorch's opmath for a Python scalar.
 #include <cstdint>
 #include <stdexcept>
@@ -87,8 +87,9 @@ class CudaOps {
   using Matrix = DeviceMatrix;
   using Scalar = double;  // holds an fp32 value exactly for every dtype but fp64
 
-  CudaOps(cuda::Blas& blas, const NsConfig& cfg)
-      : blas_(blas), dtype_(cfg.dtype), elem_(elem_of(cfg.dtype)), mirror_(cfg.products == Products::symmetric) {}
+  // `comm` sums the ranks' Gram matrices; null for a single matrix or a batch, which never reduce.
+  CudaOps(cuda::Blas& blas, const NsConfig& cfg, Communicator* comm = nullptr)
+      : blas_(blas), comm_(comm), dtype_(cfg.dtype), elem_(elem_of(cfg.dtype)), mirror_(cfg.products == Products::symmetric) {}
 
   Scalar scalar(double v) const { return dtype_ == DType::fp64 ? v : static_cast<double>(static_cast<float>(v)); }
   std::int64_t rows(const Matrix& m) const { return m.rows; }
@@ -136,7 +137,9 @@ class CudaOps {
     cuda::add_diagonal(elem_, z.data(), a, z.rows, z.count);
   }
 
-  Matrix all_reduce(Communicator& comm, const std::vector<Matrix>& parts) {
+  Matrix all_reduce(const std::vector<Matrix>& parts) {
+    if (!comm_) throw std::logic_error("CudaOps::all_reduce: a single matrix has nothing to reduce");
+    Communicator& comm = *comm_;
     if (parts.empty()) throw std::logic_error("CudaOps::all_reduce: no parts");
     for (const auto& p : parts)
       if (p.count != 1) throw std::logic_error("CudaOps::all_reduce: batched matrices are never reduced");
@@ -175,6 +178,7 @@ class CudaOps {
 
  private:
   cuda::Blas& blas_;
+  Communicator* comm_;
   DType dtype_;
   cuda::Elem elem_;
   bool mirror_;

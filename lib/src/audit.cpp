@@ -630,6 +630,7 @@ json audit_json(const AuditResult& a) {
         for (std::size_t r = 0; r < s.ranks.size(); ++r) ranks.push_back(rank_json(static_cast<int>(r), s.ranks[r]));
         json coll = json::object();
         for (Collective k : kAllCollectives) coll[std::string(collective_name(k))] = s.plan.ledger.count(k);
+        coll["broadcast"] = 0;  // nsv.audit/1 lists it; no strategy broadcasts
         sj["time_s"] = s.time_s;
         sj["step_share_s"] = s.step_share_s;
         sj["collectives"] = coll;

@@ -28,7 +28,6 @@ std::string_view collective_name(Collective c) {
     case Collective::all_gather: return "all_gather";
     case Collective::all_reduce: return "all_reduce";
     case Collective::all_to_all: return "all_to_all";
-    case Collective::broadcast: return "broadcast";
   }
   return "?";
 }
@@ -132,22 +131,6 @@ void record_all_to_all(Ledger& ledger, const std::vector<std::vector<std::int64_
   ++ledger.calls[static_cast<std::size_t>(Collective::all_to_all)];
 }
 
-void record_broadcast(Ledger& ledger, std::int64_t elements, int root, DType wire) {
-  const int p = static_cast<int>(ledger.ranks.size());
-  if (root < 0 || root >= p) throw std::invalid_argument("broadcast: root out of range");
-  const auto b = wire_bytes(elements, wire);
-  for (int r = 0; r < p; ++r) {
-    auto& t = ledger.ranks[static_cast<std::size_t>(r)];
-    if (r == root) {
-      t.bytes_sent += b * static_cast<std::uint64_t>(p - 1);
-      t.messages += static_cast<std::uint64_t>(p - 1);
-    } else {
-      t.bytes_received += b;
-    }
-  }
-  ++ledger.calls[static_cast<std::size_t>(Collective::broadcast)];
-}
-
 namespace {
 
 class SimulatedCommunicator final : public Communicator {
@@ -213,11 +196,6 @@ class SimulatedCommunicator final : public Communicator {
     }
     record_all_to_all(ledger_, elements, wire);
     return received;
-  }
-
-  MatD broadcast(const MatD& value, int root, DType wire) override {
-    record_broadcast(ledger_, value.size(), root, wire);
-    return value;
   }
 
  private:

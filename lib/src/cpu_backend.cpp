@@ -10,8 +10,8 @@
 
 #include "normalize.hpp"
 #include "ns_algorithm.hpp"
+#include "sharded_frame.hpp"
 #include "nsv/backend.hpp"
-#include "nsv/cuda_backend.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -45,8 +45,12 @@ class CpuOps {
   using Matrix = Mat<T>;
   using Scalar = T;
 
-  explicit CpuOps(const NsConfig& cfg)
-      : dtype_(cfg.dtype), compute_sums_(cfg.accumulate == Accumulate::compute), full_(cfg.products == Products::full) {}
+  // `comm` sums the ranks' Gram matrices; null for a single matrix, which never reduces.
+  CpuOps(const NsConfig& cfg, Communicator* comm)
+      : dtype_(cfg.dtype),
+        compute_sums_(cfg.accumulate == Accumulate::compute),
+        full_(cfg.products == Products::full),
+        comm_(comm) {}
 
   Scalar scalar(double v) const { return static_cast<T>(v); }
   Eigen::Index rows(const Matrix& m) const { return m.rows(); }
@@ -106,8 +110,9 @@ class CpuOps {
     for (Eigen::Index i = 0; i < z.rows(); ++i) z(i, i) = round(z(i, i) + a);
   }
 
-  Matrix all_reduce(Communicator& comm, const std::vector<Matrix>& parts) const {
-    return comm.all_reduce(parts, dtype_);
+  Matrix all_reduce(const std::vector<Matrix>& parts) const {
+    if (!comm_) throw std::logic_error("CpuOps::all_reduce: a single matrix has nothing to reduce");
+    return comm_->all_reduce(parts, dtype_);
   }
 
  private:
@@ -229,42 +234,41 @@ class CpuOps {
   DType dtype_;
   bool compute_sums_;
   bool full_;
+  Communicator* comm_;
   // Caches, not state: storage for later results and the scaled row panel of `square`.
   mutable std::vector<Matrix> spare_;
   mutable std::vector<T> panel_;
 };
 
-// The iteration on the column-split frame Y = [Y_1 ... Y_p] of `shards` (each transposed when
-// `transpose`), normalized straight into the working type T; the result in the shards' layout.
+// The iteration on the frame of `shards` (sharded_frame.hpp), normalized straight into the
+// working type T; the result in the shards' layout.
 template <class T>
-ShardedResult iterate(const std::vector<const MatD*>& shards, bool transpose, Iteration iteration,
-                      Communicator* comm, const NsConfig& cfg) {
-  std::vector<Mat<T>> work = detail::normalize_as<T>(shards, transpose, cfg, comm);
+ShardedResult iterate(const std::vector<const MatD*>& shards, const detail::ShardedFrame& frame, Communicator* comm,
+                      const NsConfig& cfg) {
+  std::vector<Mat<T>> work = detail::normalize_as<T>(shards, frame.transpose, cfg, comm);
   ShardedResult out;
   {
-    CpuOps<T> ops(cfg);
-    detail::ShardedIteration<CpuOps<T>> it(ops, comm, cfg, work.size());
-    it.run(work, iteration);
+    CpuOps<T> ops(cfg, comm);
+    detail::ShardedIteration<CpuOps<T>> it(ops, cfg, work.size());
+    it.run(work, frame.iteration);
     out.flops_per_rank = it.flops_per_rank();
   }  // the ops' spare storage is freed before the results are allocated
   for (auto& w : work) {
-    out.shards.push_back(transpose ? MatD(w.transpose().template cast<double>()) : MatD(w.template cast<double>()));
+    out.shards.push_back(frame.transpose ? MatD(w.transpose().template cast<double>()) : MatD(w.template cast<double>()));
     w = Mat<T>();  // each working copy goes as soon as its result exists
   }
   return out;
 }
 
-ShardedResult iterate_any(const std::vector<const MatD*>& shards, bool transpose, Iteration iteration,
-                          Communicator* comm, const NsConfig& cfg) {
-  return cfg.dtype == DType::fp64 ? iterate<double>(shards, transpose, iteration, comm, cfg)
-                                  : iterate<float>(shards, transpose, iteration, comm, cfg);
+ShardedResult iterate_any(const std::vector<const MatD*>& shards, const detail::ShardedFrame& frame, Communicator* comm,
+                          const NsConfig& cfg) {
+  return cfg.dtype == DType::fp64 ? iterate<double>(shards, frame, comm, cfg) : iterate<float>(shards, frame, comm, cfg);
 }
 
-// A tall input runs as its transpose (the kernels' transpose rule).
+// One matrix: the one-shard frame, the kernel's own loop.
 MatD whole(const MatD& g, const NsConfig& cfg) {
-  const bool tall = detail::is_tall(g);
-  const Eigen::Index gram_dim = tall ? g.cols() : g.rows(), other_dim = tall ? g.rows() : g.cols();
-  return std::move(iterate_any({&g}, tall, detail::kernel_iteration(cfg, gram_dim, other_dim), nullptr, cfg).shards[0]);
+  const auto frame = detail::sharded_frame(cfg, 0, {{g.rows(), g.cols()}}, Iteration::standard);
+  return std::move(iterate_any({&g}, frame, nullptr, cfg).shards[0]);
 }
 
 class CpuBackend final : public Backend {
@@ -285,36 +289,17 @@ class CpuBackend final : public Backend {
   ShardedResult newton_schulz_sharded(const std::vector<MatD>& shards, int axis, Iteration iteration,
                                       Communicator& comm, const NsConfig& cfg) const override {
     cfg.validate();
-    if (axis != 0 && axis != 1) throw std::invalid_argument("axis must be 0 or 1");
     if (static_cast<int>(shards.size()) != comm.size())
       throw std::invalid_argument("one shard per rank is required");
-    if (shards.size() == 1) return {{whole(shards[0], cfg)}, {ns_flops(cfg, shards[0].rows(), shards[0].cols())}};
-    // Y = [Y_1 ... Y_p] split along its columns: the shards themselves for a dim-1 split, their
-    // transposes for a dim-0 split. The Gram Y Y^T is then over the unsharded axis.
+    const auto frame = detail::sharded_frame(cfg, axis, detail::shard_shapes(shards), iteration);
     std::vector<const MatD*> views;
-    Eigen::Index other_dim = 0;
-    for (const auto& s : shards) {
-      views.push_back(&s);
-      other_dim += axis == 1 ? s.cols() : s.rows();
-    }
-    const Eigen::Index gram_dim = axis == 1 ? shards[0].rows() : shards[0].cols();
-    const Iteration chosen = gram_dim == other_dim ? Iteration::standard : iteration;
-    return iterate_any(views, axis == 0, chosen, &comm, cfg);
+    for (const auto& s : shards) views.push_back(&s);
+    return iterate_any(views, frame, &comm, cfg);
   }
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
-
-std::unique_ptr<Backend> make_backend(std::string_view name) {
-  if (name == "cpu") return make_cpu_backend();
-  if (name.starts_with("cuda")) return make_cuda_backend(parse_cuda_backend_name(name));
-  throw std::invalid_argument("unknown backend '" + std::string(name) + "': expected cpu or cuda[-tf32][-batched]");
-}
-
-MatD newton_schulz(const Backend& backend, const MatD& g, const NsConfig& cfg) {
-  return std::move(backend.newton_schulz(Batch{g}, cfg)[0]);
-}
 
 }  // namespace nsv

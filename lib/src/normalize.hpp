@@ -39,7 +39,4 @@ inline DType norm_wire_dtype(const NsConfig& cfg) {
   return normalization_dtype(cfg) == DType::fp64 ? DType::fp64 : DType::fp32;
 }
 
-// The shape-only view of the wide frame: true when the kernel transposes the input.
-inline bool is_tall(const MatD& g) { return g.rows() > g.cols(); }
-
 }  // namespace nsv::detail

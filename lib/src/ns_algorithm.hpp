@@ -16,7 +16,12 @@
 //   Matrix lincomb(a, X, P)      round(round(a X) + P)       (PyTorch's `a * X + P`); P is taken
 //                                by value so a backend can write the result into its storage
 //   void   add_diagonal(Z, a)    Z_ii = round(Z_ii + a)
-//   Matrix all_reduce(comm, parts)
+//   Matrix all_reduce(parts)     the sum over ranks of the ranks' parts, every rank receiving it:
+//                                the data backends through the Communicator they hold, the
+//                                shape-only ops of the cost model into their ledger. The
+//                                iteration never sees a communicator, so one rank per process
+//                                (MPI) and all ranks in one process (the simulation) run the
+//                                same code.
 //   Scalar scalar(double)        a coefficient in the compute arithmetic
 //   Index  rows(M), cols(M)
 //   void   recycle(M&&)          M is dead; its storage may serve a later result of the same
@@ -35,23 +40,16 @@
 #include <vector>
 
 #include "nsv/backend.hpp"
-#include "nsv/communicator.hpp"
 #include "nsv/kernels.hpp"
 
 namespace nsv::detail {
-
-// The kernel's own choice: the gram loop only when the Gram matrix is smaller than the matrix.
-inline Iteration kernel_iteration(const NsConfig& cfg, std::int64_t gram_dim, std::int64_t other_dim) {
-  return cfg.kernel == Kernel::gram && gram_dim < other_dim ? Iteration::gram : Iteration::standard;
-}
 
 template <class Ops>
 class ShardedIteration {
  public:
   using Matrix = typename Ops::Matrix;
 
-  ShardedIteration(Ops& ops, Communicator* comm, const NsConfig& cfg, std::size_t ranks)
-      : ops_(ops), comm_(comm), cfg_(cfg), flops_(ranks, 0) {}
+  ShardedIteration(Ops& ops, const NsConfig& cfg, std::size_t ranks) : ops_(ops), cfg_(cfg), flops_(ranks, 0) {}
 
   const std::vector<std::uint64_t>& flops_per_rank() const { return flops_; }
 
@@ -72,7 +70,7 @@ class ShardedIteration {
       parts.push_back(ops_.gram(y[r]));
     }
     if (parts.size() == 1) return std::move(parts[0]);
-    return ops_.all_reduce(*comm_, parts);
+    return ops_.all_reduce(parts);
   }
 
   // b R + c R R on the replicated Gram matrix.
@@ -147,7 +145,6 @@ class ShardedIteration {
   static std::uint64_t cube(std::int64_t v) { return u(v) * u(v) * u(v); }
 
   Ops& ops_;
-  Communicator* comm_;
   const NsConfig& cfg_;
   std::vector<std::uint64_t> flops_;
 };

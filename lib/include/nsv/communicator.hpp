@@ -13,7 +13,6 @@
 //               buffer: sent = received = 2*(tp-1)/tp*N, 2*(tp-1) messages. The reduction
 //               order only changes which partial sums are formed, not the traffic.
 //   all_to_all  rank r sends piece [r][d] to each d != r: one message per non-empty piece.
-//   broadcast   the root sends N to each other rank (tp-1 messages); each other receives N.
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -34,9 +33,9 @@ enum class ReductionOrder { rank, reverse, ring, tree };
 ReductionOrder parse_reduction_order(std::string_view);
 std::string_view reduction_order_name(ReductionOrder);
 
-enum class Collective { all_gather, all_reduce, all_to_all, broadcast };
-inline constexpr std::array<Collective, 4> kAllCollectives = {
-    Collective::all_gather, Collective::all_reduce, Collective::all_to_all, Collective::broadcast};
+enum class Collective { all_gather, all_reduce, all_to_all };
+inline constexpr std::array<Collective, 3> kAllCollectives = {Collective::all_gather, Collective::all_reduce,
+                                                              Collective::all_to_all};
 std::string_view collective_name(Collective);
 
 struct RankTraffic {
@@ -47,7 +46,7 @@ struct RankTraffic {
 
 struct Ledger {
   std::vector<RankTraffic> ranks;
-  std::array<int, 4> calls{};  // indexed by Collective
+  std::array<int, kAllCollectives.size()> calls{};  // indexed by Collective
 
   int count(Collective c) const { return calls[static_cast<std::size_t>(c)]; }
   int total_calls() const;
@@ -72,8 +71,6 @@ class Communicator {
   // pieces[s][d] is what rank s sends to rank d; the result [d][s] is what d received from s.
   virtual std::vector<std::vector<MatD>> all_to_all(
       const std::vector<std::vector<MatD>>& pieces, DType wire) = 0;
-
-  virtual MatD broadcast(const MatD& value, int root, DType wire) = 0;
 };
 
 // The byte model above on shapes alone: what a collective adds to a ledger, given the element
@@ -84,7 +81,6 @@ void record_all_gather(Ledger&, const std::vector<std::int64_t>& shard_elements,
 void record_all_reduce(Ledger&, std::int64_t elements, DType wire);
 // piece_elements[s][d]: elements rank s sends to rank d (the diagonal stays local).
 void record_all_to_all(Ledger&, const std::vector<std::vector<std::int64_t>>& piece_elements, DType wire);
-void record_broadcast(Ledger&, std::int64_t elements, int root, DType wire);
 
 // All ranks in this process; the reduction order is a parameter of the simulation.
 std::unique_ptr<Communicator> make_simulated_communicator(int ranks, ReductionOrder order);

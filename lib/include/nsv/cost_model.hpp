@@ -1,14 +1,16 @@
 #pragma once
 // What each strategy (SPEC §3) costs on each rank for a matrix of any size, without running NS.
 //
-// `plan_strategy` issues exactly the collectives `run_strategy` issues (same calls, same element
-// counts, same wire dtypes) into a Ledger through the communicator's own byte model
-// (record_all_gather/... in communicator.hpp, which the simulated communicator also records
-// through), and counts FLOPs and extra memory with the same rules. The all-reduce strategies run
-// the very iteration code of the backends (ns_algorithm.hpp) on shapes instead of matrices, so
-// their collectives and FLOPs are those of the simulation by construction. The properties check
-// plan == run on small matrices for every strategy, tp 1..8, both axes, uneven and zero-width
-// layouts (properties/audit/).
+// `plan_strategy` reads the strategy's record (strategy.hpp) and calls its operand's plan, which
+// lives beside the operand's execution (lib/src/strategies/): it issues the collectives the
+// execution issues (same calls, same element counts, same wire dtypes) into a Ledger through the
+// communicator's own byte model (record_all_gather/... in communicator.hpp, which the simulated
+// communicator also records through), and counts FLOPs and extra memory. `run_strategy` reports
+// the plan's FLOPs and memory beside what its execution computed and communicated. The
+// all-reduce strategies plan by running the very iteration code of the backends
+// (ns_algorithm.hpp) on shapes instead of matrices. The properties check the plan's ledger
+// against the simulated run's on small matrices for every strategy, tp 1..8, both axes, uneven
+// and zero-width layouts (properties/audit/).
 //
 // The time estimate is an alpha-beta model per rank:
 //   time = flops / (tflops * 1e12) + messages * latency + max(bytes_sent, bytes_received) / bandwidth
@@ -30,7 +32,7 @@
 #include "nsv/communicator.hpp"
 #include "nsv/kernels.hpp"
 #include "nsv/layout.hpp"
-#include "nsv/strategies.hpp"
+#include "nsv/strategy.hpp"
 
 namespace nsv {
 

@@ -20,12 +20,6 @@ struct ShardedMatrix {
 };
 ShardedMatrix shard_matrix(const MatD& g, const Layout& layout, std::int64_t head_dim = 0);
 
-struct StrategyOptions {
-  ReductionOrder order = ReductionOrder::rank;
-  // Wire dtype of gathers and all-to-alls (the update's storage dtype, fp32 in DeepSpeed).
-  DType storage = DType::fp32;
-};
-
 struct StrategyRun {
   Strategy strategy;
   std::vector<MatD> outputs;                  // rank r's block of the orthogonalized matrix
@@ -57,7 +51,7 @@ struct Comparison {
   std::vector<RankComparison> ranks;
   double rel_diff_mean = 0, rel_diff_max = 0;  // over ranks holding a non-empty shard
   bool bit_identical = true;                   // every element of every rank
-  std::array<int, 4> collectives{};            // calls by kind (Collective)
+  std::array<int, kAllCollectives.size()> collectives{};  // calls by kind (Collective)
 };
 
 Comparison compare_with_target(const StrategyRun&, const MatD& target, const Layout&);

@@ -55,6 +55,13 @@ struct StrategyRecord {
   std::string_view summary;                 // one line: what a rank does
 };
 
+// How the collectives of a strategy behave on the simulated ranks.
+struct StrategyOptions {
+  ReductionOrder order = ReductionOrder::rank;
+  // Wire dtype of gathers and all-to-alls (the update's storage dtype, fp32 in DeepSpeed).
+  DType storage = DType::fp32;
+};
+
 // In kAllStrategies order.
 std::span<const StrategyRecord> strategy_records();
 const StrategyRecord& strategy_record(Strategy);

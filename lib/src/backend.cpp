@@ -1,0 +1,21 @@
+// Choosing a backend by name, and the one-matrix convenience every caller shares.
+#include "nsv/backend.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "nsv/cuda_backend.hpp"
+
+namespace nsv {
+
+std::unique_ptr<Backend> make_backend(std::string_view name) {
+  if (name == "cpu") return make_cpu_backend();
+  if (name.starts_with("cuda")) return make_cuda_backend(parse_cuda_backend_name(name));
+  throw std::invalid_argument("unknown backend '" + std::string(name) + "': expected cpu or cuda[-tf32][-batched]");
+}
+
+MatD newton_schulz(const Backend& backend, const MatD& g, const NsConfig& cfg) {
+  return std::move(backend.newton_schulz(Batch{g}, cfg)[0]);
+}
+
+}  // namespace nsv

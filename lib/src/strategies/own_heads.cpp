@@ -1,0 +1,34 @@
+// Operand::own_heads: each rank orthogonalizes every head block of its head-aligned dim-0 shard,
+// recomputing its head count from its shard (num_heads_local = rows_local / head_dim), as
+// DeepSpeed's per-head NS does. Applicability (inapplicable_reason) is checked by the callers.
+#include "nsv/per_head.hpp"
+#include "operand.hpp"
+
+namespace nsv::detail {
+namespace {
+
+StrategyPlan plan(const StrategyRecord& rec, const PlanShape& m, const NsConfig& cfg, const StrategyOptions&) {
+  StrategyPlan p = empty_plan(rec.strategy, m.layout.tp());
+  for (int r = 0; r < m.layout.tp(); ++r) {
+    const std::int64_t local_heads = m.layout.width(r) / m.head_dim;
+    p.flops[static_cast<std::size_t>(r)] =
+        local_heads > 0 ? static_cast<std::uint64_t>(local_heads) * ns_flops(cfg, m.head_dim, m.cols) : 0;
+  }
+  return p;
+}
+
+std::vector<MatD> execute(const StrategyRecord&, const Backend& b, const ShardedMatrix& m, const NsConfig& cfg,
+                          const StrategyOptions&, Communicator&) {
+  std::vector<MatD> outputs(m.shards.size());
+  for (std::size_t r = 0; r < m.shards.size(); ++r) {
+    const MatD& s = m.shards[r];
+    outputs[r] = s.rows() == 0 ? s : per_head_ns(b, s, s.rows() / m.head_dim, cfg);
+  }
+  return outputs;
+}
+
+}  // namespace
+
+const OperandImpl kOwnHeads{plan, execute};
+
+}  // namespace nsv::detail

@@ -1,0 +1,31 @@
+// Operand::own_shard: each rank orthogonalizes what it holds, nothing else (AutoTP today).
+#include "operand.hpp"
+
+namespace nsv::detail {
+namespace {
+
+StrategyPlan plan(const StrategyRecord& rec, const PlanShape& m, const NsConfig& cfg, const StrategyOptions&) {
+  StrategyPlan p = empty_plan(rec.strategy, m.layout.tp());
+  for (int r = 0; r < m.layout.tp(); ++r) {
+    const auto [rows, cols] = m.shard(r);
+    p.flops[static_cast<std::size_t>(r)] = rows * cols > 0 ? ns_flops(cfg, rows, cols) : 0;
+  }
+  return p;
+}
+
+std::vector<MatD> execute(const StrategyRecord&, const Backend& b, const ShardedMatrix& m, const NsConfig& cfg,
+                          const StrategyOptions&, Communicator&) {
+  Batch nonempty;
+  for (const auto& s : m.shards)
+    if (s.size() > 0) nonempty.push_back(s);
+  const Batch out = b.newton_schulz(nonempty, cfg);  // one batch: the ranks run in parallel
+  std::vector<MatD> outputs(m.shards.size());
+  for (std::size_t r = 0, k = 0; r < m.shards.size(); ++r) outputs[r] = m.shards[r].size() > 0 ? out[k++] : m.shards[r];
+  return outputs;
+}
+
+}  // namespace
+
+const OperandImpl kOwnShard{plan, execute};
+
+}  // namespace nsv::detail
