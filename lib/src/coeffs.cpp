@@ -13,30 +13,55 @@ const Coeffs& CoeffSchedule::at_step(int step) const {
   return triples[static_cast<std::size_t>(step < last ? step : last)];
 }
 
-CoeffSchedule builtin_schedule(std::string_view name) {
-  if (name == "keller") return {"keller", {{3.4445, -4.7750, 2.0315}}};
-  if (name == "you")
-    return {"you",
-            {{4.0848, -6.8946, 2.9270},
-             {3.9505, -6.3029, 2.6377},
-             {3.7418, -5.5913, 2.3037},
-             {2.8769, -3.1427, 1.2046},
-             {2.8366, -3.0525, 1.2012}}};
-  if (name == "polar_express")
-    return {"polar_express",
-            {{8.2051, -22.9019, 16.4607},
-             {4.0664, -2.8612, 0.5184},
-             {3.9096, -2.8234, 0.5250},
-             {3.2856, -2.4153, 0.4853},
-             {2.2779, -1.6198, 0.3985},
-             {1.8726, -1.2307, 0.3585},
-             {1.8564, -1.2132, 0.3568},
-             {1.8750, -1.2500, 0.3750}}};
-  throw std::invalid_argument("unknown coefficient schedule '" + std::string(name) +
-                              "': expected keller, you, polar_express or a file of 'a b c' lines");
+namespace {
+
+// One record per built-in schedule (SPEC §1.6), the source of its numbers beside it.
+struct ScheduleRecord {
+  std::string_view name;
+  std::vector<Coeffs> triples;
+};
+
+const std::vector<ScheduleRecord>& schedule_records() {
+  static const std::vector<ScheduleRecord> records = {
+      // DeepSpeed, PyTorch, Moonlight: one triple, every step.
+      {"keller", {{3.4445, -4.7750, 2.0315}}},
+      // Megatron / Emerging-Optimizers' default "quintic".
+      {"you",
+       {{4.0848, -6.8946, 2.9270},
+        {3.9505, -6.3029, 2.6377},
+        {3.7418, -5.5913, 2.3037},
+        {2.8769, -3.1427, 1.2046},
+        {2.8366, -3.0525, 1.2012}}},
+      // arXiv 2505.16932, Emerging-Optimizers' 8-step table, the 1.01^degree safety factor applied.
+      {"polar_express",
+       {{8.2051, -22.9019, 16.4607},
+        {4.0664, -2.8612, 0.5184},
+        {3.9096, -2.8234, 0.5250},
+        {3.2856, -2.4153, 0.4853},
+        {2.2779, -1.6198, 0.3985},
+        {1.8726, -1.2307, 0.3585},
+        {1.8564, -1.2132, 0.3568},
+        {1.8750, -1.2500, 0.3750}}},
+  };
+  return records;
 }
 
-std::vector<std::string> builtin_schedule_names() { return {"keller", "you", "polar_express"}; }
+}  // namespace
+
+CoeffSchedule builtin_schedule(std::string_view name) {
+  for (const auto& r : schedule_records())
+    if (r.name == name) return {std::string(r.name), r.triples};
+  std::string names;
+  for (const auto& r : schedule_records()) names += std::string(r.name) + ", ";
+  throw std::invalid_argument("unknown coefficient schedule '" + std::string(name) + "': expected one of " + names +
+                              "or a file of 'a b c' lines");
+}
+
+std::vector<std::string> builtin_schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& r : schedule_records()) names.emplace_back(r.name);
+  return names;
+}
 
 CoeffSchedule load_schedule(const std::string& path) {
   std::ifstream in(path);
