@@ -1,6 +1,6 @@
 #pragma once
-// The ways of orthogonalizing a tensor-parallel-sharded matrix (SPEC §3), each run on simulated
-// ranks through the Communicator, and compared with the semantics it promises.
+// Running a strategy (its record: strategy.hpp) on simulated ranks, and comparing what the ranks
+// hold with the semantics it promises.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,18 +20,22 @@ struct ShardedMatrix {
 };
 ShardedMatrix shard_matrix(const MatD& g, const Layout& layout, std::int64_t head_dim = 0);
 
+// What the execution computed and communicated, with the plan's FLOPs and memory (the cost
+// model's accounting, cost_model.hpp).
 struct StrategyRun {
   Strategy strategy;
   std::vector<MatD> outputs;                  // rank r's block of the orthogonalized matrix
-  Ledger ledger;
+  Ledger ledger;                              // the collectives the execution issued
   std::vector<std::uint64_t> flops;           // per rank, plain-algorithm convention (kernels.hpp)
   // Peak bytes a rank holds beyond what `shard` would: the gathered matrix (gather, owner's
   // owner rank: input and result), the replicated Gram and polynomial (all-reduce strategies).
   std::vector<std::uint64_t> extra_memory;
 };
 
-// Throws std::invalid_argument with a message saying what to change when the strategy does not
-// apply (per_head on a dim-1 split, without head metadata, or on shards that cut a head).
+// plan_strategy + the execution of the record's operand on a simulated communicator with
+// `opt.order`. Throws std::invalid_argument with a message saying what to change when the
+// strategy does not apply (inapplicable_reason: per_head on a dim-1 split, without head
+// metadata, or on shards that cut a head).
 StrategyRun run_strategy(Strategy, const Backend&, const ShardedMatrix&, const NsConfig&,
                          const StrategyOptions& = {});
 
