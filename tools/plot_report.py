@@ -3,7 +3,8 @@
 
 Usage: /usr/bin/python3 tools/plot_report.py reports/
 
-Reads   sweep.csv, aspect_sweep.csv, spectrum_sweep.csv, amplification.csv, step.csv
+Reads   report.json (the strategy table: names, and the baseline), sweep.csv, aspect_sweep.csv,
+        spectrum_sweep.csv, amplification.csv, step.csv, audit/*.json
 Writes  figures/<name>.png and figures/<name>.svg for each figure whose input exists, and
         figures/index.json (name -> title, inputs).
 
@@ -42,16 +43,39 @@ plt.rcParams.update({
     "svg.hashsalt": "nsverify",  # stable SVG ids between runs
 })
 
-STRATEGY_COLORS = {
-    "shard": "#d62728",
-    "shard (local scale)": "#ff9896",
-    "gather": "#1f77b4",
-    "per_head": "#9467bd",
-    "gram_allreduce": "#2ca02c",
-    "gram_restart_allreduce": "#17becf",
-    "owner": "#ff7f0e",
-}
-STRATEGIES = ["shard", "gather", "per_head", "gram_allreduce", "gram_restart_allreduce", "owner"]
+# Colours and markers by a strategy's position in the strategy table (report.json "strategies",
+# from nsv's strategy records), so that a new strategy gets its own without an edit here. LIGHT[i]
+# is the light tint of PALETTE[i] (the baseline's local-scale series of the step figure).
+PALETTE = ["#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#17becf", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
+LIGHT = ["#ff9896", "#aec7e8", "#c5b0d5", "#98df8a", "#9edae5", "#ffbb78", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d"]
+MARKERS = ["o", "s", "D", "^", "v", "o", "P", "X", "*", "h"]
+
+
+class Strategies:
+    """The strategy table of report.json: names in order, colours and markers by position, and the
+    baseline (the strategy that promises nothing: AutoTP's per-shard NS today)."""
+
+    def __init__(self, records):
+        self.records = records
+        self.names = [r["name"] for r in records]
+        self.baseline = next(r["name"] for r in records if r["promise"] == "inexact")
+
+    def color(self, name):
+        return PALETTE[self.names.index(name) % len(PALETTE)]
+
+    def light(self, name):
+        return LIGHT[self.names.index(name) % len(LIGHT)]
+
+    def marker(self, name):
+        return MARKERS[self.names.index(name) % len(MARKERS)]
+
+
+def load_strategies(out_dir):
+    path = os.path.join(out_dir, "report.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return Strategies(json.load(f)["strategies"])
 
 
 def read_csv(path):
@@ -94,8 +118,8 @@ class Figures:
             f.write("\n")
 
 
-def divergence_vs_tp(figs, rows):
-    rows = [r for r in rows if r["strategy"] == "shard" and r["spectrum"] == "gaussian"]
+def divergence_vs_tp(figs, rows, strategies):
+    rows = [r for r in rows if r["strategy"] == strategies.baseline and r["spectrum"] == "gaussian"]
     if not rows:
         return
     shapes = []
@@ -205,7 +229,7 @@ def divergence_vs_spectrum(figs, rows):
     figs.save(fig, "divergence_vs_spectrum", "shard divergence vs gradient spectrum", ["spectrum_sweep.csv"])
 
 
-def step_strategies(figs, rows):
+def step_strategies(figs, rows, strategies):
     if not rows:
         return
     tp = min(int(r["tp"]) for r in rows)
@@ -214,13 +238,14 @@ def step_strategies(figs, rows):
     for r in sel:
         if r["param"] not in params:
             params.append(r["param"])
-    series = [("shard (local scale)", "shard", "local")] + [(s, s, "global") for s in STRATEGIES]
+    base = strategies.baseline
+    series = [(f"{base} (local scale)", base, "local", strategies.light(base))] + [
+        (s, s, "global", strategies.color(s)) for s in strategies.names]
     floor = 1e-8
     fig, ax = plt.subplots(figsize=(12.5, 5.2))
     width = 0.8 / len(series)
     handles = []
-    for i, (label, strategy, scale) in enumerate(series):
-        color = STRATEGY_COLORS[label]
+    for i, (label, strategy, scale, color) in enumerate(series):
         xs, ys, exact_x, na_x = [], [], [], []
         for j, p in enumerate(params):
             hit = [r for r in sel if r["param"] == p and r["strategy_requested"] == strategy and r["scale_from"] == scale]
@@ -254,9 +279,9 @@ def step_strategies(figs, rows):
     ax.set_xlabel("Muon parameter of the tiny Llama layer (real gradient, fixtures/grads)")
     ax.set_ylabel(f"update rel. difference tp={tp} vs tp=1 (dimensionless, log)")
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5)
-    ax.set_title(f"One Muon step at tp={tp}: shard changes every matrix's update by 0.5-1; gather and owner are exact,\n"
+    ax.set_title(f"One Muon step at tp={tp}: {base} changes every matrix's update by 0.5-1; gather and owner are exact,\n"
                  f"the all-reduce strategies differ by ~1e-5 (rounding), per_head is exact for q/k/v only "
-                 f"(n/a: no heads on dim 0).\nAll but 'shard (local scale)' take sqrt(rows/cols) from the global shape.")
+                 f"(n/a: no heads on dim 0).\nAll but '{base} (local scale)' take sqrt(rows/cols) from the global shape.")
     fig.tight_layout()
     figs.save(fig, "step_strategies", "strategy comparison per Llama parameter", ["step.csv"])
 
@@ -297,7 +322,7 @@ def amplification(figs, rows):
     figs.save(fig, "amplification", "reduction-order noise amplification over NS steps", ["amplification.csv"])
 
 
-def bytes_vs_tp(figs, rows):
+def bytes_vs_tp(figs, rows, strategies):
     sel = [r for r in rows if r["rows"] == "512" and r["cols"] == "1024" and r["kernel"] == "gram"
            and r["spectrum"] == "gaussian" and r["seed"] == "0" and int(r["tp"]) >= 2]
     if not sel:
@@ -306,18 +331,24 @@ def bytes_vs_tp(figs, rows):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, axis in zip(axes, (0, 1)):
         zero = []
-        for s in STRATEGIES:
+        curves = {}
+        for s in strategies.names:
             pts = sorted((int(r["tp"]), float(r["bytes_sent"]) / 1024) for r in sel
                          if r["strategy"] == s and int(r["axis"]) == axis)
-            if not pts:
-                continue
-            if all(b == 0 for _, b in pts):
+            if pts and all(b == 0 for _, b in pts):
                 zero.append(s)
-                continue
-            style = {"gather": dict(marker="s", ms=9, ls="-", mfc="none"), "owner": dict(marker="o", ms=4, ls="--")}.get(
-                s, dict(marker="o", ms=5, ls="-"))
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=STRATEGY_COLORS[s],
-                    label=s + (" (= gather)" if s == "owner" else ""), **style)
+            elif pts:
+                curves[s] = pts
+        # A curve that repeats an earlier one is drawn dashed and small inside the earlier one's
+        # hollow marker, and says which it equals.
+        same_as = {s: next((t for t in curves if t != s and curves[t] == pts and list(curves).index(t) < list(curves).index(s)), None)
+                   for s, pts in curves.items()}
+        covered = {t for t in same_as.values() if t}
+        for s, pts in curves.items():
+            style = (dict(marker="o", ms=4, ls="--") if same_as[s] else
+                     dict(marker="s", ms=9, ls="-", mfc="none") if s in covered else dict(marker="o", ms=5, ls="-"))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=strategies.color(s),
+                    label=s + (f" (= {same_as[s]})" if same_as[s] else ""), **style)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks([2, 4, 8])
@@ -338,18 +369,26 @@ def bytes_vs_tp(figs, rows):
     figs.save(fig, "bytes_vs_tp", "communication bytes vs tp per strategy", ["sweep.csv"])
 
 
-# The audit's plans (totals.plans[].name) drawn in the step-time figure, each with its own style.
-PLAN_STYLES = {
-    "shard": dict(color="#d62728", ls="--", marker="o"),
-    "gather": dict(color="#1f77b4", marker="s"),
-    "owner": dict(color="#ff7f0e", marker="o"),
-    "gram_allreduce": dict(color="#2ca02c", marker="^"),
-    "gram_restart_allreduce": dict(color="#17becf", marker="v"),
-    "per_head+cheapest_bit_identical": dict(color="#9467bd", marker="D", ls=":"),
-}
+# The mixed plan of the audits (totals.plans[].name) drawn beside the one-strategy plans (named after
+# their strategy): per-head NS where it applies, the cheapest bit-identical strategy elsewhere.
+MIXED_PLAN = "per_head+cheapest_bit_identical"
 
 
-def step_time_vs_tp(figs, out_dir):
+def plan_styles(strategies):
+    """Style of each plan in the step-time figure: a one-strategy plan in its strategy's colour and
+    marker (the baseline dashed), the mixed plan dotted in the colour of its first strategy."""
+    styles = {}
+    for s in strategies.names:
+        styles[s] = dict(color=strategies.color(s), marker=strategies.marker(s))
+        if s == strategies.baseline:
+            styles[s]["ls"] = "--"
+    first = MIXED_PLAN.split("+")[0]
+    if first in strategies.names:
+        styles[MIXED_PLAN] = dict(color=strategies.color(first), marker=strategies.marker(first), ls=":")
+    return styles
+
+
+def step_time_vs_tp(figs, out_dir, strategies):
     """Estimated optimizer-step time of each plan vs tp, from the audits' JSON (alpha-beta model)."""
     audit_dir = os.path.join(out_dir, "audit")
     if not os.path.isdir(audit_dir):
@@ -372,7 +411,7 @@ def step_time_vs_tp(figs, out_dir):
     fig, axes = plt.subplots(1, len(shown), figsize=(3.6 * len(shown), 4.0), sharey=False)
     axes = axes if len(shown) > 1 else [axes]
     for ax, model in zip(axes, shown):
-        for plan, style in PLAN_STYLES.items():
+        for plan, style in plan_styles(strategies).items():
             pts = sorted(models[model].get(plan, []))
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=plan, **style)
@@ -384,7 +423,8 @@ def step_time_vs_tp(figs, out_dir):
         ax.set_title(model, fontsize=10)
     axes[0].set_ylabel("estimated NS time per optimizer step (ms, log)")
     axes[-1].legend(fontsize=7, loc="best")
-    fig.suptitle("Estimated Muon NS time per optimizer step (H200 bf16 rate, NVLink, alpha-beta model): `shard` (dashed) "
+    fig.suptitle("Estimated Muon NS time per optimizer step (H200 bf16 rate, NVLink, alpha-beta model): "
+                 f"`{strategies.baseline}` (dashed) "
                  "is the inexact AutoTP baseline;\nthe exact owner plans (alone or with per-head q/k/v) scale with tp, "
                  "gather and the all-reduce plans do not", fontsize=10)
     fig.tight_layout()
@@ -399,15 +439,19 @@ def main(argv):
     if not os.path.isdir(out_dir):
         print(f"{out_dir} is not a folder: run `nsv report --out-dir {out_dir}` first")
         return 2
+    strategies = load_strategies(out_dir)
+    if strategies is None:
+        print(f"{out_dir}/report.json does not exist (it holds the strategy table): run `nsv report --out-dir {out_dir}` first")
+        return 2
     figs = Figures(out_dir)
     sweep = read_csv(os.path.join(out_dir, "sweep.csv")) or []
-    divergence_vs_tp(figs, sweep)
+    divergence_vs_tp(figs, sweep, strategies)
     divergence_vs_aspect(figs, read_csv(os.path.join(out_dir, "aspect_sweep.csv")))
     divergence_vs_spectrum(figs, read_csv(os.path.join(out_dir, "spectrum_sweep.csv")))
-    step_strategies(figs, read_csv(os.path.join(out_dir, "step.csv")))
+    step_strategies(figs, read_csv(os.path.join(out_dir, "step.csv")), strategies)
     amplification(figs, read_csv(os.path.join(out_dir, "amplification.csv")))
-    bytes_vs_tp(figs, sweep)
-    step_time_vs_tp(figs, out_dir)
+    bytes_vs_tp(figs, sweep, strategies)
+    step_time_vs_tp(figs, out_dir, strategies)
     figs.write_index()
     if not figs.index:
         print(f"no report data in {out_dir}: nothing to draw")

@@ -1,0 +1,80 @@
+#include "report_audits.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "cli_common.hpp"
+#include "nsv/audit.hpp"
+#include "nsv/invalid_field.hpp"
+#include "nsv/model_config.hpp"
+#include "nsv/npy.hpp"
+
+namespace nsv::cli {
+namespace fs = std::filesystem;
+namespace {
+
+using nlohmann::json;
+
+// `nsv audit --config FILE --tp N`'s options (the defaults of cmd_audit.cpp).
+AuditOptions audit_options(int tp) {
+  NsOptions ns;
+  ns.dtype = "fp16";  // DeepSpeed's gram NS on a GPU (SPEC §1.5)
+  AuditOptions o;
+  o.tp = tp;
+  o.ns = ns.config();
+  return o;
+}
+
+struct AuditDocuments {
+  std::string markdown, json, recommendation;
+};
+
+// The one place that renders an audit (the rendering is moving out of the library).
+AuditDocuments render_audit(const AuditResult& a) {
+  return {audit_markdown(a), audit_json(a).dump(2) + "\n", a.recommendation};
+}
+
+std::string failure_text(const std::exception& e) {
+  if (const auto* f = dynamic_cast<const InvalidField*>(&e)) return flag_of_field(f->field()) + " " + f->requirement();
+  return e.what();
+}
+
+json audit_one(const fs::path& config, int tp, const fs::path& audit_dir) {
+  const std::string stem = fmt::format("{}_tp{}", config.stem().string(), tp);
+  json entry{{"tp", tp}};
+  try {
+    const AuditDocuments docs = render_audit(run_audit(load_model_config(config.string()), audit_options(tp)));
+    write_file_atomically((audit_dir / (stem + ".md")).string(), docs.markdown);
+    write_file_atomically((audit_dir / (stem + ".json")).string(), docs.json);
+    entry["markdown"] = "audit/" + stem + ".md";
+    entry["json"] = "audit/" + stem + ".json";
+    entry["recommendation"] = docs.recommendation;
+  } catch (const std::exception& e) {
+    entry["error"] = failure_text(e);
+  }
+  return entry;
+}
+
+}  // namespace
+
+json run_report_audits(const std::string& models_dir, const std::vector<int>& tps, const std::string& out_dir) {
+  std::vector<fs::path> configs;
+  if (fs::is_directory(models_dir))
+    for (const auto& e : fs::directory_iterator(models_dir))
+      if (e.path().extension() == ".json") configs.push_back(e.path());
+  std::sort(configs.begin(), configs.end());
+  const fs::path audit_dir = fs::path(out_dir) / "audit";
+  if (!configs.empty()) fs::create_directories(audit_dir);
+  json per_config = json::array();
+  for (const auto& cfg : configs) {
+    json runs = json::array();
+    for (int tp : tps) runs.push_back(audit_one(cfg, tp, audit_dir));
+    per_config.push_back({{"config", cfg.filename().string()}, {"runs", runs}});
+  }
+  return {{"models", models_dir}, {"tps", tps}, {"configs", per_config}};
+}
+
+}  // namespace nsv::cli

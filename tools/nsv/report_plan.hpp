@@ -1,0 +1,25 @@
+#pragma once
+// What `nsv report` runs: the four sweeps, the amplification study, the real-gradient steps and
+// the audits, each as the spec its engine takes. --quick shrinks seeds and TP degrees.
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "amplification.hpp"
+#include "sweep_engine.hpp"
+
+namespace nsv::cli {
+
+struct ReportPlan {
+  SweepSpec main, seed, aspect, spectrum;
+  AmplificationSpec amp;
+  std::vector<int> step_tps;
+  double step_lr = 0.05, step_momentum = 0.95;  // the seed's Muon settings
+  std::vector<int> audit_tps{2, 4, 8};
+};
+
+ReportPlan make_report_plan(bool quick);
+
+// Every parameter of the plan, for report.json (the prose names shapes, seeds, TP degrees).
+nlohmann::json plan_json(const ReportPlan&);
+
+}  // namespace nsv::cli

@@ -1,0 +1,27 @@
+#pragma once
+// Running the sections of `nsv report`, each writing its data files into the output folder.
+#include <string>
+#include <vector>
+
+#include "amplification.hpp"
+#include "report_plan.hpp"
+#include "report_stats.hpp"
+#include "sweep_engine.hpp"
+
+namespace nsv::cli {
+
+struct SectionOptions {
+  std::string out_dir;
+  bool resume = false, progress = true;
+  int threads = 0;
+};
+
+// <out_dir>/<name>.csv
+SweepOutcome run_report_sweep(const SweepSpec&, const std::string& name, const SectionOptions&);
+// <out_dir>/amplification.csv
+std::vector<AmplificationRow> run_report_amplification(AmplificationSpec, const SectionOptions&);
+// Every strategy x tp x scale source on the gradients of grads_dir: <out_dir>/step.csv and
+// step.json. Empty (and nothing written) without gradient fixtures.
+StepRuns run_report_steps(const ReportPlan&, const std::string& grads_dir, const SectionOptions&);
+
+}  // namespace nsv::cli
