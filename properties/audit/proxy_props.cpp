@@ -19,7 +19,8 @@
 #include "audit_support.hpp"
 #include "check.hpp"
 #include "oracle.hpp"
-#include "nsv/audit.hpp"
+#include "nsv/audit.hpp"  // AuditOptions: the default measurement budget
+#include "nsv/proxy_measurement.hpp"
 
 using namespace nsv;
 using namespace nsv::audit_props;
