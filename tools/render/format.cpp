@@ -1,14 +1,6 @@
 #include "format.hpp"
 
-#include <cstdio>
-
 namespace nsv::render {
-
-std::string printf_format(const char* format, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, format, v);
-  return b;
-}
 
 std::string fmt_count(std::int64_t v) {
   std::string s = std::to_string(v), out;

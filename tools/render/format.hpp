@@ -1,6 +1,7 @@
 #pragma once
 // Number formats of the audit's words and tables.
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -8,7 +9,13 @@
 
 namespace nsv::render {
 
-std::string printf_format(const char* format, double v);  // one %-conversion of v
+// printf into a string (the tables' fixed-width columns keep printf's exact spelling).
+template <class... Args>
+std::string printf_format(const char* format, const Args&... args) {
+  char b[512];
+  std::snprintf(b, sizeof b, format, args...);
+  return b;
+}
 std::string fmt_count(std::int64_t v);                    // 1,234,567
 std::string fmt_bytes(double bytes);                      // B, KiB, MiB, GiB
 std::string fmt_time(double seconds);                     // us, ms, s
