@@ -3,6 +3,7 @@
 // exactness the audit claims is what the simulated strategies deliver; the JSON schema.
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -11,6 +12,7 @@
 #include "check.hpp"
 #include "oracle.hpp"
 #include "nsv/audit.hpp"
+#include "nsv/invalid_field.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/render/audit.hpp"
 #include "nsv/spectra.hpp"
@@ -77,6 +79,27 @@ BOOST_AUTO_TEST_CASE(every_bundled_config_audits_in_seconds_with_the_published_c
           BOOST_TEST(!recommendation_text(a).empty());
         }
       }
+  }
+}
+
+// Out-of-range options are rejected by the library naming the field, not a command-line flag.
+BOOST_AUTO_TEST_CASE(bad_options_name_the_field) {
+  const ModelConfig model = load_model_config(model_path("tiny-llama"));
+  const std::vector<std::pair<std::string, std::function<void(AuditOptions&)>>> cases = {
+      {"tp", [](AuditOptions& o) { o.tp = 0; }},
+      {"tp", [](AuditOptions& o) { o.tp = 1025; }},
+      {"grain", [](AuditOptions& o) { o.grain = 0; }},
+      {"measure_max_elements", [](AuditOptions& o) { o.measure_max_elements = 0; }}};
+  for (const auto& [field, spoil] : cases) {
+    AuditOptions o = options(2);
+    spoil(o);
+    try {
+      run_audit(model, o);
+      BOOST_ERROR(field << ": accepted");
+    } catch (const InvalidField& e) {
+      BOOST_TEST(e.field() == field);
+      BOOST_TEST(!contains(e.what(), "--"), e.what());
+    }
   }
 }
 
