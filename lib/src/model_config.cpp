@@ -132,7 +132,7 @@ ModelConfig parse_model_config(const json& doc, const std::string& source) {
     c.architecture = a.at(0).get<std::string>();
     by_arch = family_of_architecture(c.architecture);
     if (!by_arch)
-      in.fail("unsupported architecture \"" + c.architecture + "\" (field \"architectures\"): nsv audit reads Llama-family decoders: " +
+      in.fail("unsupported architecture \"" + c.architecture + "\" (field \"architectures\"): only Llama-family decoders are read: " +
               supported_list());
   }
   c.model_type = in.string_or("model_type", "");
@@ -140,7 +140,7 @@ ModelConfig parse_model_config(const json& doc, const std::string& source) {
     in.fail("required field \"model_type\" is missing (and there is no \"architectures\" entry to tell the family)");
   const Family* by_type = c.model_type.empty() ? by_arch : family_of_type(c.model_type);
   if (!by_type)
-    in.fail("unsupported model_type \"" + c.model_type + "\" (field \"model_type\"): nsv audit reads Llama-family decoders: " +
+    in.fail("unsupported model_type \"" + c.model_type + "\" (field \"model_type\"): only Llama-family decoders are read: " +
             supported_list());
   if (by_arch && by_arch != by_type)
     in.fail("field \"model_type\" = \"" + c.model_type + "\" does not match architecture \"" + c.architecture + "\"");

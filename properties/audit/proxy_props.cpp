@@ -3,8 +3,8 @@
 //
 // A proxy divides every length by one factor f (same aspect ratio, heads, KV groups and shard
 // proportions) and prescales its first NS step so that its normalized singular values follow the
-// full-size distribution (audit.cpp explains why; NS with 5 steps does not fully converge, so the
-// absolute size matters). Observed (fp32, gram, keller, Gaussian, seed 0):
+// full-size distribution (lib/src/proxy_measurement.cpp explains why; NS with 5 steps does not
+// fully converge, so the absolute size matters). Observed (fp32, gram, keller, Gaussian, seed 0):
 //   Qwen2.5-0.5B tp 4  gate 4864x896 full 1.022, proxy f=2 1.024 (plain proxy 1.154)
 //                      q 896x896 full 0.502, proxy f=2 0.500;  k 128x896 0.335 vs f=2 0.339
 //   tiny Llama tp 2..8 full vs f=2 proxies within 0.013.
@@ -19,7 +19,8 @@
 #include "audit_support.hpp"
 #include "check.hpp"
 #include "oracle.hpp"
-#include "nsv/audit.hpp"
+#include "nsv/audit.hpp"  // AuditOptions: the default measurement budget
+#include "nsv/proxy_measurement.hpp"
 
 using namespace nsv;
 using namespace nsv::audit_props;

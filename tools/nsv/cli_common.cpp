@@ -97,12 +97,6 @@ HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv
   return g;
 }
 
-nlohmann::json config_json(const NsConfig& cfg) {
-  return {{"kernel", kernel_name(cfg.kernel)}, {"steps", cfg.steps}, {"dtype", dtype_name(cfg.dtype)},
-          {"accumulate", accumulate_name(cfg.accumulate)}, {"products", products_name(cfg.products)},
-          {"coeffs", cfg.coeffs.name}, {"restart_at", cfg.restart_at}};
-}
-
 nlohmann::json comparison_json(const Comparison& c) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : c.ranks)

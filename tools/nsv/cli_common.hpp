@@ -47,7 +47,6 @@ HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv
 // `latency_us` -> `--latency-us`.
 std::string flag_of_field(const std::string& field);
 
-nlohmann::json config_json(const NsConfig&);
 nlohmann::json comparison_json(const Comparison&);
 void print_rank_table(const Comparison&);
 

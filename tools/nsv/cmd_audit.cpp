@@ -10,6 +10,7 @@
 #include "nsv/audit.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/model_config.hpp"
+#include "nsv/render/audit.hpp"
 #include "progress.hpp"
 
 namespace nsv::cli {

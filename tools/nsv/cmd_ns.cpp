@@ -13,6 +13,7 @@
 #include "nsv/backend.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/render/config_json.hpp"
 
 namespace nsv::cli {
 namespace {
@@ -70,12 +71,9 @@ struct NsCommand {
       if (shape.size() == 2) write_npy(output, result[0], wide);
       else write_npy(output, result, wide);
     }
-    nlohmann::json j = {{"shape", shape}, {"kernel", kernel_name(cfg.kernel)}, {"dtype", dtype_name(cfg.dtype)},
-                        {"accumulate", accumulate_name(cfg.accumulate)}, {"products", products_name(cfg.products)},
-                        {"coeffs", cfg.coeffs.name},
-                        {"steps", cfg.steps}, {"backend", engine->name()}, {"repeat", repeat},
-                        {"seconds", median}, {"flops", flops}, {"gflops", flops / median / 1e9},
-                        {"output_norm", std::sqrt(norm2)}, {"finite", finite}, {"output", output}};
+    nlohmann::json j = config_json(cfg);
+    j.update({{"shape", shape}, {"backend", engine->name()}, {"repeat", repeat}, {"seconds", median}, {"flops", flops},
+              {"gflops", flops / median / 1e9}, {"output_norm", std::sqrt(norm2)}, {"finite", finite}, {"output", output}});
     if (json) {
       std::printf("%s\n", j.dump(2).c_str());
     } else {

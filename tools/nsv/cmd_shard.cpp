@@ -9,6 +9,7 @@
 #include "nsv/backend.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/render/config_json.hpp"
 #include "nsv/spectra.hpp"
 #include "nsv/strategies.hpp"
 

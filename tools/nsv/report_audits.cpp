@@ -11,6 +11,7 @@
 #include "nsv/invalid_field.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/render/audit.hpp"
 
 namespace nsv::cli {
 namespace fs = std::filesystem;
@@ -32,9 +33,8 @@ struct AuditDocuments {
   std::string markdown, json, recommendation;
 };
 
-// The one place that renders an audit (the rendering is moving out of the library).
 AuditDocuments render_audit(const AuditResult& a) {
-  return {audit_markdown(a), audit_json(a).dump(2) + "\n", a.recommendation};
+  return {audit_markdown(a), audit_json(a).dump(2) + "\n", recommendation_text(a)};
 }
 
 std::string failure_text(const std::exception& e) {

@@ -1,0 +1,88 @@
+// One Muon matrix of the audit: its layout, what each strategy promises and costs on it, and
+// the cheapest exact strategies.
+#include <algorithm>
+#include <initializer_list>
+#include <stdexcept>
+
+#include "audit_stages.hpp"
+#include "nsv/muon.hpp"
+
+namespace nsv {
+
+const StrategyAudit& ParamAudit::strategy(Strategy s) const {
+  for (const auto& a : strategies)
+    if (a.strategy == s) return a;
+  throw std::logic_error("audit: strategy missing");
+}
+
+namespace audit_stages {
+namespace {
+
+// Owner's cost of a step: the owning rank rotates over the matrices, so the mean over owners
+// and ranks (by_owner holds each owner's rank costs for the step totals).
+void add_owner_rotation(StrategyAudit& a, const MuonParam& p, const Layout& layout, const AuditOptions& o) {
+  double sum = 0;
+  for (int owner = 0; owner < layout.tp(); ++owner) {
+    a.by_owner.push_back(rank_costs(plan_owner(layout, p.rows, p.cols, o.ns, o.comm, owner), o.cost));
+    for (const auto& r : a.by_owner.back()) sum += r.time_s();
+  }
+  a.step_share_s = sum / (double(layout.tp()) * double(layout.tp()));
+}
+
+StrategyAudit audit_strategy(Strategy s, const MuonParam& p, const Layout& layout, const AuditOptions& o) {
+  StrategyAudit a;
+  a.strategy = s;
+  a.target = natural_target(s);
+  const std::int64_t head_dim = p.heads_on_rows() ? p.head_dim : 0;
+  try {
+    a.plan = plan_strategy(s, layout, p.rows, p.cols, head_dim, o.ns, o.comm);
+  } catch (const std::invalid_argument& e) {
+    a.applicable = false;
+    a.why_not = s == Strategy::per_head && p.heads == 0
+                    ? p.name + " has no head structure: per-head NS says nothing about it (SPEC §1.3)"
+                    : e.what();
+    return a;
+  }
+  a.promise = promise_on(s, layout);
+  a.ranks = rank_costs(a.plan, o.cost);
+  for (const auto& r : a.ranks) a.time_s = std::max(a.time_s, r.time_s());
+  a.step_share_s = a.time_s;
+  if (s == Strategy::owner) add_owner_rotation(a, p, layout, o);
+  return a;
+}
+
+std::optional<Strategy> cheapest_of(const ParamAudit& p, std::initializer_list<Strategy> candidates) {
+  std::optional<Strategy> best;
+  double best_t = 0;
+  for (Strategy s : candidates) {
+    const auto& a = p.strategy(s);
+    if (!a.exact()) continue;
+    if (!best || a.step_share_s < best_t) best = s, best_t = a.step_share_s;
+  }
+  return best;
+}
+
+}  // namespace
+
+ParamAudit audit_param(const MuonParam& p, const AuditOptions& o) {
+  ParamAudit pa;
+  pa.param = p;
+  pa.layout = autotp_layout(p, o.tp, o.grain);
+  pa.shard_sizes = pa.layout.widths();
+  for (int r = 0; r < o.tp; ++r)
+    if (pa.shard_sizes[static_cast<std::size_t>(r)] == 0) pa.zero_width_ranks.push_back(r);
+  for (Strategy s : kAllStrategies) pa.strategies.push_back(audit_strategy(s, p, pa.layout, o));
+  pa.per_head_applies = pa.strategy(Strategy::per_head).applicable;
+  pa.whole_ns_flops = ns_flops(o.ns, p.rows, p.cols);
+  pa.scale_global = aspect_scale(p.rows, p.cols);
+  for (int r = 0; r < o.tp; ++r) {
+    const auto [sr, sc] = shard_shape(pa.layout, p.rows, p.cols, r);
+    pa.scale_local.push_back(sr * sc > 0 ? aspect_scale(sr, sc) : 0.0);
+  }
+  pa.cheapest_bit_identical = cheapest_of(pa, {Strategy::gather, Strategy::owner});
+  pa.cheapest_exact = cheapest_of(pa, {Strategy::gather, Strategy::owner, Strategy::gram_allreduce, Strategy::gram_restart_allreduce});
+  return pa;
+}
+
+}  // namespace audit_stages
+}  // namespace nsv
