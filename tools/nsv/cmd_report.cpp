@@ -137,34 +137,32 @@ struct Row {
   std::string shape() const { return std::to_string(rows) + "x" + std::to_string(cols); }
 };
 
-std::vector<Row> parse_rows(const std::vector<std::vector<std::string>>& fields) {
+std::vector<Row> parse_rows(const std::vector<SweepRow>& sweep) {
   std::vector<Row> out;
-  for (const auto& f : fields) {
+  for (const auto& f : sweep) {
     Row r;
-    r.rows = static_cast<std::int64_t>(number(f, "rows"));
-    r.cols = static_cast<std::int64_t>(number(f, "cols"));
-    r.spectrum = field(f, "spectrum");
-    r.kernel = field(f, "kernel");
-    r.dtype = field(f, "dtype");
-    r.strategy = field(f, "strategy");
-    r.seed = static_cast<int>(number(f, "seed"));
-    r.steps = static_cast<int>(number(f, "steps"));
-    r.tp = static_cast<int>(number(f, "tp"));
-    r.axis = static_cast<int>(number(f, "axis"));
-    r.rd = number(f, "rel_diff_mean");
-    r.rd_max = number(f, "rel_diff_max");
-    r.cosine = number(f, "cosine");
-    r.ratio = number(f, "norm_ratio");
-    r.bytes_sent = number(f, "bytes_sent");
-    r.bytes_received = number(f, "bytes_received");
-    r.messages = number(f, "messages");
-    r.flops = number(f, "flops");
-    r.extra = number(f, "extra_memory");
-    r.collectives = number(f, "collectives");
-    r.bit = field(f, "bit_identical") == "true";
-    std::stringstream ss(field(f, "rel_diff_ranks"));
-    std::string part;
-    while (std::getline(ss, part, ';')) r.ranks.push_back(part == "-" ? NAN : std::stod(part));
+    r.rows = f.rows;
+    r.cols = f.cols;
+    r.spectrum = f.spectrum;
+    r.kernel = kernel_name(f.kernel);
+    r.dtype = dtype_name(f.dtype);
+    r.strategy = strategy_name(f.strategy);
+    r.seed = static_cast<int>(f.seed);
+    r.steps = f.steps;
+    r.tp = f.tp;
+    r.axis = f.axis;
+    r.rd = f.rel_diff_mean;
+    r.rd_max = f.rel_diff_max;
+    r.cosine = f.cosine;
+    r.ratio = f.norm_ratio;
+    r.bytes_sent = static_cast<double>(f.bytes_sent);
+    r.bytes_received = static_cast<double>(f.bytes_received);
+    r.messages = static_cast<double>(f.messages);
+    r.flops = static_cast<double>(f.flops);
+    r.extra = static_cast<double>(f.extra_memory);
+    r.collectives = f.collectives;
+    r.bit = f.bit_identical;
+    for (const auto& rank : f.rel_diff_ranks) r.ranks.push_back(rank.value_or(NAN));
     out.push_back(std::move(r));
   }
   return out;
