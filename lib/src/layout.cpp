@@ -75,7 +75,7 @@ Layout even_layout(int axis, std::int64_t dim, int tp) { return contiguous_layou
 HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis) {
   HeadGeometry g;
   if (heads == 0 && kv_heads == 0) return g;
-  if (heads == 0) throw InvalidField("kv_heads", "needs heads (KV groups share attention heads), got heads 0");
+  if (heads == 0) throw InvalidField("kv_heads", "needs heads > 0 (KV groups are groups of attention heads)");
   if (heads < 0 || dim % heads != 0)
     throw InvalidField("heads", std::to_string(heads) + " does not divide the " + std::to_string(dim) +
                                     (axis == 0 ? " rows" : " cols") + " of the split axis");
