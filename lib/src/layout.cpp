@@ -3,11 +3,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "nsv/invalid_field.hpp"
+
 namespace nsv {
 namespace {
 
 void check_tp(int tp) {
-  if (tp < 1) throw std::invalid_argument("tp must be >= 1, got " + std::to_string(tp));
+  if (tp < 1) throw InvalidField("tp", "must be >= 1, got " + std::to_string(tp));
 }
 
 }  // namespace
@@ -27,7 +29,7 @@ std::vector<std::int64_t> head_aligned_sizes(std::int64_t dim, std::int64_t kv_g
 
 std::vector<std::int64_t> grain_sizes(std::int64_t dim, int tp, std::int64_t grain) {
   check_tp(tp);
-  if (grain < 1) throw std::invalid_argument("grain must be >= 1, got " + std::to_string(grain));
+  if (grain < 1) throw InvalidField("grain", "must be >= 1, got " + std::to_string(grain));
   const std::int64_t grains = dim / grain, rem = dim % grain;
   std::vector<std::int64_t> sizes;
   for (int r = 0; r < tp; ++r) sizes.push_back((grains / tp + (r < grains % tp ? 1 : 0)) * grain);
@@ -70,10 +72,28 @@ Layout fused_layout(int axis, const std::vector<std::vector<std::int64_t>>& part
 
 Layout even_layout(int axis, std::int64_t dim, int tp) { return contiguous_layout(axis, grain_sizes(dim, tp, 1)); }
 
+HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis) {
+  HeadGeometry g;
+  if (heads == 0 && kv_heads == 0) return g;
+  if (heads == 0) throw InvalidField("kv_heads", "needs heads > 0 (KV groups are groups of attention heads)");
+  if (heads < 0 || dim % heads != 0)
+    throw InvalidField("heads", std::to_string(heads) + " does not divide the " + std::to_string(dim) +
+                                    (axis == 0 ? " rows" : " cols") + " of the split axis");
+  g.heads = heads;
+  g.kv_groups = kv_heads == 0 ? heads : kv_heads;
+  if (g.kv_groups < 0 || heads % g.kv_groups != 0)
+    throw InvalidField("kv_heads", std::to_string(g.kv_groups) + " does not divide the " + std::to_string(heads) + " heads");
+  g.head_dim = dim / heads;
+  return g;
+}
+
+Layout autotp_layout(int axis, std::int64_t dim, int tp, std::int64_t kv_groups, std::int64_t grain) {
+  const auto sizes = kv_groups > 0 ? head_aligned_sizes(dim, kv_groups, tp) : grain_sizes(dim, tp, grain);
+  return contiguous_layout(axis, sizes);
+}
+
 Layout autotp_layout(const MuonParam& p, int tp, std::int64_t grain) {
-  const std::int64_t dim = p.split_axis == 0 ? p.rows : p.cols;
-  const auto sizes = p.kv_groups > 0 ? head_aligned_sizes(dim, p.kv_groups, tp) : grain_sizes(dim, tp, grain);
-  return contiguous_layout(p.split_axis, sizes);
+  return autotp_layout(p.split_axis, p.split_axis == 0 ? p.rows : p.cols, tp, p.kv_groups, grain);
 }
 
 std::vector<MatD> split(const MatD& m, const Layout& layout) {

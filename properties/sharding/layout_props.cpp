@@ -6,6 +6,8 @@
 
 #include "check.hpp"
 #include "layout_generators.hpp"
+#include "nsv/invalid_field.hpp"
+#include "nsv/layout.hpp"
 #include "nsv/model.hpp"
 #include "nsv/strategies.hpp"
 #include "sharding_support.hpp"
@@ -152,6 +154,27 @@ BOOST_AUTO_TEST_CASE(L1_head_aligned_sizes_match_hand_figures) {
   BOOST_TEST(head_aligned_sizes(1024, 8, 16) == sixteen, boost::test_tools::per_element());
   BOOST_TEST(head_aligned_sizes(96, 3, 2) == (Sizes{64, 32}), boost::test_tools::per_element());
   BOOST_CHECK_THROW(head_aligned_sizes(100, 8, 2), std::invalid_argument);  // not whole groups
+}
+
+BOOST_AUTO_TEST_CASE(L1_head_geometry_and_autotp_layout_match_hand_figures) {
+  // Llama-3-8B's q_proj: 4096 rows of 32 heads of 128, 8 KV groups.
+  const HeadGeometry q = head_geometry(4096, 32, 8, 0);
+  BOOST_TEST(q.heads == 32);
+  BOOST_TEST(q.kv_groups == 8);
+  BOOST_TEST(q.head_dim == 128);
+  BOOST_TEST(head_geometry(1024, 8, 0, 1).kv_groups == 8);  // no GQA: a KV group per head
+  BOOST_TEST(head_geometry(1024, 0, 0, 0).head_dim == 0);   // no heads
+  const auto names_field = [](const char* field) {
+    return [field](const InvalidField& e) { return e.field() == field; };
+  };
+  BOOST_CHECK_EXCEPTION(head_geometry(100, 8, 0, 0), InvalidField, names_field("heads"));
+  BOOST_CHECK_EXCEPTION(head_geometry(1024, 8, 3, 0), InvalidField, names_field("kv_heads"));
+  BOOST_CHECK_EXCEPTION(head_geometry(1024, 0, 2, 0), InvalidField, names_field("kv_heads"));
+  // Head-aligned when there are KV groups (8 over 3 ranks: 3, 3, 2 groups of 512 rows), the
+  // grain rule otherwise (15 grains of 64 over 3 ranks, the 40 left over on the last).
+  BOOST_TEST(autotp_layout(0, 4096, 3, 8, 1).widths() == (Sizes{1536, 1536, 1024}), boost::test_tools::per_element());
+  BOOST_TEST(autotp_layout(1, 1000, 3, 0, 64).widths() == (Sizes{320, 320, 360}), boost::test_tools::per_element());
+  BOOST_TEST(autotp_layout(1, 1000, 3, 0, 64).axis == 1);
 }
 
 BOOST_AUTO_TEST_CASE(L1_grain_sizes_match_hand_figures) {

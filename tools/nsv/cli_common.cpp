@@ -82,19 +82,11 @@ std::string MatrixSource::describe() const {
   return input.empty() ? shape + " " + spectrum + " seed " + std::to_string(seed) : input;
 }
 
-HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis) {
-  HeadGeometry g;
-  if (heads == 0 && kv_heads == 0) return g;
-  if (heads == 0) throw std::invalid_argument("--kv-heads needs --heads");
-  if (dim % heads != 0)
-    throw std::invalid_argument("--heads " + std::to_string(heads) + " does not divide the " + std::to_string(dim) +
-                                (axis == 0 ? " rows" : " cols") + " of the split axis");
-  g.heads = heads;
-  g.kv_groups = kv_heads == 0 ? heads : kv_heads;
-  if (heads % g.kv_groups != 0)
-    throw std::invalid_argument("--kv-heads " + std::to_string(g.kv_groups) + " does not divide --heads " + std::to_string(heads));
-  g.head_dim = dim / heads;
-  return g;
+std::vector<std::string> strategy_choices(bool whole_target_only) {
+  std::vector<std::string> names;
+  for (const StrategyRecord& r : strategy_records())
+    if (!whole_target_only || r.target == Target::whole) names.emplace_back(r.name);
+  return names;
 }
 
 nlohmann::json comparison_json(const Comparison& c) {

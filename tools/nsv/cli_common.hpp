@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "nsv/kernels.hpp"
 #include "nsv/matrix.hpp"
@@ -37,11 +38,9 @@ struct MatrixSource {
 // "512x1024" -> {512, 1024}; throws std::invalid_argument saying the expected form.
 std::pair<std::int64_t, std::int64_t> parse_shape(const std::string&);
 
-// Heads along the split axis: head_dim = dim / heads, KV groups default to the heads.
-struct HeadGeometry {
-  std::int64_t heads = 0, kv_groups = 0, head_dim = 0;
-};
-HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis);
+// Strategy names in record-table order, for CLI::IsMember. `whole_target_only`: only those whose
+// target is the whole matrix (what can stand in for per_head where it does not apply).
+std::vector<std::string> strategy_choices(bool whole_target_only = false);
 
 // The command-line flag that sets a library field (nsv::InvalidField::field): `tp` -> `--tp`,
 // `latency_us` -> `--latency-us`.

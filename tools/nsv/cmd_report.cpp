@@ -135,11 +135,10 @@ struct ReportCommand {
     report["audits"] = run_report_audits(models, plan.audit_tps, out_dir);
     section_time("model audits", t0);
 
-    const auto rows_main = parse_rows(main.rows);
-    report["seed_tables"] = seed_table_stats(parse_rows(seed.rows));
-    report["strategy_checks"] = strategy_check_stats(rows_main, main.skipped);
-    report["divergence"] = divergence_stats(plan, rows_main, parse_rows(aspect.rows), parse_rows(spectrum.rows));
-    report["communication"] = communication_stats(rows_main);
+    report["seed_tables"] = seed_table_stats(seed.rows);
+    report["strategy_checks"] = strategy_check_stats(main.rows, main.skipped);
+    report["divergence"] = divergence_stats(plan, main.rows, aspect.rows, spectrum.rows);
+    report["communication"] = communication_stats(main.rows);
     report["step"] = step_stats(steps, grads);
     report["amplification"] = amplification_stats(plan.amp, amp);
     report["run"].update({{"command", user_command()}, {"quick", quick}, {"threads", main.threads}});

@@ -7,6 +7,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "nsv/backend.hpp"
+#include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/render/config_json.hpp"
@@ -31,8 +32,7 @@ struct ShardCommand {
     const Target t = target.empty() ? natural_target(s) : parse_target(target);
     const std::int64_t dim = axis == 0 ? g.rows() : g.cols();
     const HeadGeometry geo = head_geometry(dim, heads, kv_heads, axis);
-    const Layout layout = geo.kv_groups > 0 ? contiguous_layout(axis, head_aligned_sizes(dim, geo.kv_groups, tp))
-                                            : contiguous_layout(axis, grain_sizes(dim, tp, grain));
+    const Layout layout = autotp_layout(axis, dim, tp, geo.kv_groups, grain);
     const auto engine = make_backend(backend);
     const ShardedMatrix m = shard_matrix(g, layout, axis == 0 ? geo.head_dim : 0);
     const StrategyRun run = run_strategy(s, *engine, m, cfg, {parse_reduction_order(order), DType::fp32});
@@ -78,8 +78,7 @@ void add_shard_command(CLI::App& app) {
   cmd->add_option("--heads", st->heads, "attention heads laid along the split axis (head-aligned shards)")->check(CLI::PositiveNumber);
   cmd->add_option("--kv-heads", st->kv_heads, "KV heads (GQA); shards are cut on KV-group boundaries (default: --heads)")->check(CLI::PositiveNumber);
   cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule: 1 training, 64 inference")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--strategy", st->strategy, "shard | gather | per_head | gram_allreduce | gram_restart_allreduce | owner")
-      ->check(CLI::IsMember({"shard", "gather", "per_head", "gram_allreduce", "gram_restart_allreduce", "owner"}))->capture_default_str();
+  cmd->add_option("--strategy", st->strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
   cmd->add_option("--target", st->target, "compare against: whole | per_head (default: the strategy's own semantics)")
       ->check(CLI::IsMember({"whole", "per_head"}));
   cmd->add_option("--reduction-order", st->order, "all-reduce order: rank | reverse | ring | tree")

@@ -97,10 +97,9 @@ void add_step_command(CLI::App& app) {
   cmd->add_option("--intermediate", st->spec.dims.intermediate, "generated: MLP intermediate size")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--tp", st->spec.tp, "tensor-parallel degree N compared with tp=1")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--steps-k", st->spec.steps_k, "Muon steps (momentum carried), one gradient folder each")->check(CLI::Range(1, 1000))->capture_default_str();
-  cmd->add_option("--strategy", st->spec.strategy, "shard | gather | per_head | gram_allreduce | gram_restart_allreduce | owner")
-      ->check(CLI::IsMember({"shard", "gather", "per_head", "gram_allreduce", "gram_restart_allreduce", "owner"}))->capture_default_str();
+  cmd->add_option("--strategy", st->spec.strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
   cmd->add_option("--fallback", st->spec.fallback, "strategy for matrices per_head does not apply to (o_proj, MLP)")
-      ->check(CLI::IsMember({"shard", "gather", "gram_allreduce", "gram_restart_allreduce", "owner"}))->capture_default_str();
+      ->check(CLI::IsMember(strategy_choices(true)))->capture_default_str();
   cmd->add_option("--reduction-order", st->spec.order, "all-reduce order: rank | reverse | ring | tree")
       ->check(CLI::IsMember({"rank", "reverse", "ring", "tree"}))->capture_default_str();
   cmd->add_option("--scale-from", st->scale_from, "sqrt(rows/cols) scale from the local shard (DeepSpeed today) or the global shape")

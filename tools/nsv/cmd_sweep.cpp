@@ -1,10 +1,13 @@
 // nsv sweep: the cartesian product of shapes x TP degrees x split axes x kernels x strategies x
 // dtypes x steps x spectra x seeds (x reduction orders x coefficient schedules), run in parallel
-// over cases, one CSV row per case (see sweep_engine.hpp for the file contract and resume).
+// over cases, one CSV row per case (see sweep_engine.hpp for the file contract and resume,
+// sweep_row.hpp for the columns).
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -19,6 +22,38 @@ struct SweepCommand {
   bool resume = false, json = false, quiet = false;
   int threads = 0;
 
+  static std::size_t skipped_total(const SweepOutcome& r) {
+    std::size_t n = 0;
+    for (const auto& [reason, k] : r.skipped) n += k;
+    return n;
+  }
+
+  void print_json(const SweepOutcome& r) const {
+    nlohmann::json cases = nlohmann::json::array();
+    for (const auto& row : r.rows) cases.push_back(sweep_row_json(row));
+    nlohmann::json skipped = nlohmann::json::object();
+    for (const auto& [reason, n] : r.skipped) skipped[reason] = n;
+    const nlohmann::json j = {{"parameters", spec.to_json()},
+                              {"summary",
+                               {{"cases", r.rows.size()}, {"ran", r.ran}, {"resumed", r.resumed}, {"skipped", skipped},
+                                {"seconds", r.seconds}, {"threads", r.threads}, {"out", out}}},
+                              {"cases", cases}};
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+
+  static void print_table(const std::vector<SweepRow>& rows) {
+    std::printf("%9s %-12s %4s %-8s %-5s %5s %3s %4s %-22s %-8s %12s %12s %9s %10s %s\n", "shape", "spectrum", "seed",
+                "kernel", "dtype", "steps", "tp", "axis", "strategy", "order", "rel_diff", "max", "cosine", "norm_ratio",
+                "bit-identical");
+    for (const auto& row : rows)
+      std::printf("%9s %-12s %4llu %-8s %-5s %5d %3d %4d %-22s %-8s %12s %12s %9.6f %10.6f %s\n",
+                  (std::to_string(row.rows) + "x" + std::to_string(row.cols)).c_str(), row.spectrum.c_str(),
+                  static_cast<unsigned long long>(row.seed), kernel_name(row.kernel).data(), dtype_name(row.dtype).data(),
+                  row.steps, row.tp, row.axis, strategy_name(row.strategy).data(),
+                  reduction_order_name(row.reduction_order).data(), sweep_field(row, "rel_diff_mean").c_str(),
+                  sweep_field(row, "rel_diff_max").c_str(), row.cosine, row.norm_ratio, row.bit_identical ? "yes" : "no");
+  }
+
   void run() const {
     if (resume && out.empty()) throw std::invalid_argument("--resume needs --out FILE.csv (the file to continue)");
     SweepRunOptions opt;
@@ -28,37 +63,12 @@ struct SweepCommand {
     opt.threads = threads;
     const SweepOutcome r = run_sweep(spec, opt);
     if (json) {
-      nlohmann::json cases = nlohmann::json::array();
-      for (const auto& row : r.rows) cases.push_back(row_json(row));
-      nlohmann::json skipped = nlohmann::json::object();
-      for (const auto& [reason, n] : r.skipped) skipped[reason] = n;
-      const nlohmann::json j = {{"parameters", spec.to_json()},
-                                {"summary",
-                                 {{"cases", r.rows.size()}, {"ran", r.ran}, {"resumed", r.resumed}, {"skipped", skipped},
-                                  {"seconds", r.seconds}, {"threads", r.threads}, {"out", out}}},
-                                {"cases", cases}};
-      std::printf("%s\n", j.dump(2).c_str());
+      print_json(r);
       return;
     }
-    if (out.empty()) {
-      std::printf("%9s %-12s %4s %-8s %-5s %5s %3s %4s %-22s %-8s %12s %12s %9s %10s %s\n", "shape", "spectrum", "seed",
-                  "kernel", "dtype", "steps", "tp", "axis", "strategy", "order", "rel_diff", "max", "cosine",
-                  "norm_ratio", "bit-identical");
-      for (const auto& row : r.rows)
-        std::printf("%9s %-12s %4s %-8s %-5s %5s %3s %4s %-22s %-8s %12s %12s %9.6f %10.6f %s\n",
-                    (field(row, "rows") + "x" + field(row, "cols")).c_str(), field(row, "spectrum").c_str(),
-                    field(row, "seed").c_str(), field(row, "kernel").c_str(), field(row, "dtype").c_str(),
-                    field(row, "steps").c_str(), field(row, "tp").c_str(), field(row, "axis").c_str(),
-                    field(row, "strategy").c_str(), field(row, "reduction_order").c_str(),
-                    field(row, "rel_diff_mean").c_str(), field(row, "rel_diff_max").c_str(), number(row, "cosine"),
-                    number(row, "norm_ratio"), field(row, "bit_identical") == "true" ? "yes" : "no");
-    }
+    if (out.empty()) print_table(r.rows);
     std::printf("%zu cases: %zu run, %zu resumed from %s; %zu skipped as inapplicable%s\n", r.rows.size(), r.ran,
-                r.resumed, out.empty() ? "-" : out.c_str(), [&] {
-                  std::size_t n = 0;
-                  for (const auto& [reason, k] : r.skipped) n += k;
-                  return n;
-                }(), r.skipped.empty() ? "" : ":");
+                r.resumed, out.empty() ? "-" : out.c_str(), skipped_total(r), r.skipped.empty() ? "" : ":");
     for (const auto& [reason, n] : r.skipped) std::printf("  %6zu  %s\n", n, reason.c_str());
     if (r.dropped_partial_bytes > 0)
       std::printf("dropped a partial last line (%zu bytes) left by an interrupted run\n", r.dropped_partial_bytes);
@@ -80,8 +90,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--axis", s.axes, "split axes: 0 = rows (column-parallel), 1 = cols (row-parallel)")->delimiter(',')->capture_default_str();
   cmd->add_option("--kernel", s.kernels, "standard,gram")->delimiter(',')->capture_default_str();
   cmd->add_option("--strategy", s.strategies,
-                  "shard,gather,per_head,gram_allreduce,gram_restart_allreduce,owner (per_head needs --heads; "
-                  "skipped on axis 1)")->delimiter(',')->capture_default_str();
+                  strategy_names(",") + " or " + std::string(kEveryStrategy) +
+                      " (per_head needs --heads; skipped on axis 1)")->delimiter(',')->capture_default_str();
   cmd->add_option("--dtype", s.dtypes, "compute dtypes: fp64,fp32,bf16,fp16")->delimiter(',')->capture_default_str();
   cmd->add_option("--steps", s.steps, "NS step counts, e.g. 1,3,5")->delimiter(',')->capture_default_str();
   cmd->add_option("--spectrum", s.spectra, "gaussian,lowrank:R,powerlaw:ALPHA,file:PATH (a file applies to its own shape)")

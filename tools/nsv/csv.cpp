@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 namespace nsv::cli {
+namespace {
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -21,6 +22,8 @@ std::string csv_field(const std::string& s) {
   }
   return q + '"';
 }
+
+}  // namespace
 
 std::string csv_line(const std::vector<std::string>& fields) {
   std::string line;

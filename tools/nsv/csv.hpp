@@ -10,8 +10,8 @@
 
 namespace nsv::cli {
 
-std::string csv_field(const std::string& s);  // quoted when it holds , " or a newline
-std::string csv_line(const std::vector<std::string>& fields);  // joined, with a trailing '\n'
+// The fields joined, each quoted when it holds , " or a newline, with a trailing '\n'.
+std::string csv_line(const std::vector<std::string>& fields);
 // Splits one line (without its newline); throws std::invalid_argument on an unterminated quote.
 std::vector<std::string> csv_split(const std::string& line);
 

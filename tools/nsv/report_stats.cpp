@@ -19,9 +19,11 @@ constexpr double kShardDivergenceMin = 0.1;
 // amplification study, §6, compares them with the kernel's own fp32 error properly).
 constexpr double kRoundingNoiseMax = 1e-4;
 
-bool is_long_axis_cut(const Row& r) { return (r.cols > r.rows && r.axis == 1) || (r.rows > r.cols && r.axis == 0); }
+std::string shape_text(const SweepRow& r) { return std::to_string(r.rows) + "x" + std::to_string(r.cols); }
 
-bool shard_gram_gaussian(const Row& r) { return r.strategy == "shard" && r.kernel == "gram" && r.spectrum == "gaussian"; }
+bool is_long_axis_cut(const SweepRow& r) { return (r.cols > r.rows && r.axis == 1) || (r.rows > r.cols && r.axis == 0); }
+
+bool shard_gram_gaussian(const SweepRow& r) { return r.strategy == Strategy::shard && r.kernel == Kernel::gram && r.spectrum == "gaussian"; }
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -56,36 +58,36 @@ Stats stats(const std::vector<double>& v) {
 json range_json(const Stats& s) { return {{"min", s.min}, {"max", s.max}, {"n", s.n}}; }
 json mean_sd_json(const Stats& s) { return {{"mean", s.mean}, {"sd", s.sd}, {"n", s.n}}; }
 
-std::vector<double> collect(const std::vector<Row>& rows, const std::function<bool(const Row&)>& keep,
-                            const std::function<double(const Row&)>& value) {
+std::vector<double> collect(const std::vector<SweepRow>& rows, const std::function<bool(const SweepRow&)>& keep,
+                            const std::function<double(const SweepRow&)>& value) {
   std::vector<double> v;
   for (const auto& r : rows)
     if (keep(r)) v.push_back(value(r));
   return v;
 }
 
-json kernel_gap_json(const std::vector<Row>& rows) {
-  using Key = std::tuple<std::string, std::string, int, int, int>;
+json kernel_gap_json(const std::vector<SweepRow>& rows) {
+  using Key = std::tuple<std::string, std::string, std::uint64_t, int, int>;  // shape, spectrum, seed, tp, axis
   std::map<Key, double> gram;
   for (const auto& r : rows)
-    if (r.strategy == "shard" && r.kernel == "gram") gram[{r.shape(), r.spectrum, r.seed, r.tp, r.axis}] = r.rd;
+    if (r.strategy == Strategy::shard && r.kernel == Kernel::gram) gram[{shape_text(r), r.spectrum, r.seed, r.tp, r.axis}] = r.rel_diff_mean;
   double gap = 0;
   std::size_t pairs = 0;
   for (const auto& r : rows)
-    if (r.strategy == "shard" && r.kernel == "standard")
-      if (const auto it = gram.find({r.shape(), r.spectrum, r.seed, r.tp, r.axis}); it != gram.end()) {
-        gap = std::max(gap, std::abs(it->second - r.rd));
+    if (r.strategy == Strategy::shard && r.kernel == Kernel::standard)
+      if (const auto it = gram.find({shape_text(r), r.spectrum, r.seed, r.tp, r.axis}); it != gram.end()) {
+        gap = std::max(gap, std::abs(it->second - r.rel_diff_mean));
         ++pairs;
       }
   return {{"max", gap}, {"pairs", pairs}};
 }
 
-json seed_table_stats(const std::vector<Row>& seed) {
+json seed_table_stats(const std::vector<SweepRow>& seed) {
   using Key = std::tuple<std::string, std::string, int, int>;  // shape, kernel, tp, axis
   std::vector<Key> order;
-  std::map<Key, std::vector<const Row*>> cells;
+  std::map<Key, std::vector<const SweepRow*>> cells;
   for (const auto& r : seed) {
-    const Key k{r.shape(), r.kernel, r.tp, r.axis};
+    const Key k{shape_text(r), std::string(kernel_name(r.kernel)), r.tp, r.axis};
     if (!cells.count(k)) order.push_back(k);
     cells[k].push_back(&r);
   }
@@ -94,9 +96,9 @@ json seed_table_stats(const std::vector<Row>& seed) {
     const auto& rows = cells[k];
     std::vector<double> rd;
     std::vector<std::vector<double>> ranks(static_cast<std::size_t>(std::get<2>(k)));
-    for (const Row* r : rows) {
-      rd.push_back(r->rd);
-      for (std::size_t i = 0; i < ranks.size() && i < r->ranks.size(); ++i) ranks[i].push_back(r->ranks[i]);
+    for (const SweepRow* r : rows) {
+      rd.push_back(r->rel_diff_mean);
+      for (std::size_t i = 0; i < ranks.size() && i < r->rel_diff_ranks.size(); ++i) ranks[i].push_back(r->rel_diff_ranks[i].value_or(NAN));
     }
     json rank_json = json::array();
     for (const auto& v : ranks) rank_json.push_back(mean_sd_json(stats(v)));
@@ -106,21 +108,21 @@ json seed_table_stats(const std::vector<Row>& seed) {
   return {{"cells", out}, {"kernel_gap", kernel_gap_json(seed)}};
 }
 
-json strategy_check_stats(const std::vector<Row>& main, const std::map<std::string, std::size_t>& skipped) {
+json strategy_check_stats(const std::vector<SweepRow>& main, const std::map<std::string, std::size_t>& skipped) {
   json per = json::array();
   for (Strategy s : kAllStrategies) {
     const std::string name(strategy_name(s));
-    const auto mine = [&](const Row& r) { return r.strategy == name; };
-    const auto multi = [&](const Row& r) { return mine(r) && r.tp >= 2; };
-    const auto max_of = [](const Row& r) { return r.rd_max; };
+    const auto mine = [&](const SweepRow& r) { return strategy_name(r.strategy) == name; };
+    const auto multi = [&](const SweepRow& r) { return mine(r) && r.tp >= 2; };
+    const auto max_of = [](const SweepRow& r) { return r.rel_diff_max; };
     const std::vector<double> v = collect(main, multi, max_of);
     const Stats st = stats(v);
-    const auto bits = [&](const std::function<bool(const Row&)>& keep) {
-      return collect(main, keep, [](const Row& r) { return r.bit ? 1.0 : 0.0; });
+    const auto bits = [&](const std::function<bool(const SweepRow&)>& keep) {
+      return collect(main, keep, [](const SweepRow& r) { return r.bit_identical ? 1.0 : 0.0; });
     };
     const auto count_bits = [](const std::vector<double>& b) { return static_cast<std::size_t>(std::count(b.begin(), b.end(), 1.0)); };
-    const auto bit = bits(multi), all = bits(mine), tp1 = bits([&](const Row& r) { return mine(r) && r.tp == 1; });
-    const Stats gaussian = stats(collect(main, [&](const Row& r) { return multi(r) && r.spectrum == "gaussian"; }));
+    const auto bit = bits(multi), all = bits(mine), tp1 = bits([&](const SweepRow& r) { return mine(r) && r.tp == 1; });
+    const Stats gaussian = stats(collect(main, [&](const SweepRow& r) { return multi(r) && r.spectrum == "gaussian"; }));
     per.push_back({{"strategy", name},
                    {"cases", v.size()},
                    {"bit_identical", count_bits(bit)},
@@ -132,7 +134,7 @@ json strategy_check_stats(const std::vector<Row>& main, const std::map<std::stri
                                {"max_rel_diff", stats(collect(main, mine, max_of)).max}}},
                    {"tp1", {{"cases", tp1.size()}, {"bit_identical", count_bits(tp1)}}}});
   }
-  const auto tp1 = collect(main, [](const Row& r) { return r.tp == 1; }, [](const Row& r) { return r.bit ? 1.0 : 0.0; });
+  const auto tp1 = collect(main, [](const SweepRow& r) { return r.tp == 1; }, [](const SweepRow& r) { return r.bit_identical ? 1.0 : 0.0; });
   json skip = json::array();
   for (const auto& [reason, n] : skipped) skip.push_back({{"reason", reason}, {"count", n}});
   return {{"cases", main.size()},
@@ -144,60 +146,60 @@ json strategy_check_stats(const std::vector<Row>& main, const std::map<std::stri
 
 namespace {
 
-json vs_tp_stats(const ReportPlan& plan, const std::vector<Row>& main) {
+json vs_tp_stats(const ReportPlan& plan, const std::vector<SweepRow>& main) {
   json rows = json::array();
   for (const auto& shape : plan.main.shapes)
     for (int axis : plan.main.axes) {
       json cells = json::array();
       for (int tp : plan.main.tps) {
-        const Stats s = stats(collect(main, [&](const Row& r) {
-          return shard_gram_gaussian(r) && r.shape() == shape && r.axis == axis && r.tp == tp;
+        const Stats s = stats(collect(main, [&](const SweepRow& r) {
+          return shard_gram_gaussian(r) && shape_text(r) == shape && r.axis == axis && r.tp == tp;
         }));
         cells.push_back({{"tp", tp}, {"rel_diff", s.mean}, {"n", s.n}});
       }
       rows.push_back({{"shape", shape}, {"axis", axis}, {"cells", cells}});
     }
   // Long-axis vs short-axis cuts over the non-square shapes, square ones apart, tp >= 2.
-  const auto cut = [&](const std::function<bool(const Row&)>& keep) {
-    return range_json(stats(collect(main, [&](const Row& r) { return shard_gram_gaussian(r) && r.tp >= 2 && keep(r); })));
+  const auto cut = [&](const std::function<bool(const SweepRow&)>& keep) {
+    return range_json(stats(collect(main, [&](const SweepRow& r) { return shard_gram_gaussian(r) && r.tp >= 2 && keep(r); })));
   };
   return {{"tps", plan.main.tps},
           {"rows", rows},
           {"kernel_gap", kernel_gap_json(main)},
-          {"short_axis_cut", cut([](const Row& r) { return r.rows != r.cols && !is_long_axis_cut(r); })},
-          {"long_axis_cut", cut([](const Row& r) { return r.rows != r.cols && is_long_axis_cut(r); })},
-          {"square", cut([](const Row& r) { return r.rows == r.cols; })}};
+          {"short_axis_cut", cut([](const SweepRow& r) { return r.rows != r.cols && !is_long_axis_cut(r); })},
+          {"long_axis_cut", cut([](const SweepRow& r) { return r.rows != r.cols && is_long_axis_cut(r); })},
+          {"square", cut([](const SweepRow& r) { return r.rows == r.cols; })}};
 }
 
-json aspect_stats(const ReportPlan& plan, const std::vector<Row>& aspect) {
-  const auto ratio = [](const Row& r) { return r.ratio; };
+json aspect_stats(const ReportPlan& plan, const std::vector<SweepRow>& aspect) {
+  const auto ratio = [](const SweepRow& r) { return r.norm_ratio; };
   json rows = json::array();
   for (const auto& shape : plan.aspect.shapes) {
     const auto [r0, c0] = parse_shape(shape);
     json cells = json::array();
     for (int tp : plan.aspect.tps)
       for (int axis : plan.aspect.axes) {
-        const auto keep = [&](const Row& r) { return r.shape() == shape && r.tp == tp && r.axis == axis; };
+        const auto keep = [&](const SweepRow& r) { return shape_text(r) == shape && r.tp == tp && r.axis == axis; };
         cells.push_back({{"tp", tp}, {"axis", axis}, {"rel_diff", stats(collect(aspect, keep)).mean},
                          {"norm_ratio", stats(collect(aspect, keep, ratio)).mean}});
       }
     rows.push_back({{"shape", shape}, {"aspect", static_cast<double>(c0) / static_cast<double>(r0)}, {"cells", cells}});
   }
   const auto cut = [&](bool want_long) {
-    const auto keep = [&](const Row& r) { return r.rows != r.cols && is_long_axis_cut(r) == want_long; };
+    const auto keep = [&](const SweepRow& r) { return r.rows != r.cols && is_long_axis_cut(r) == want_long; };
     return json{{"rel_diff", range_json(stats(collect(aspect, keep)))}, {"norm_ratio", range_json(stats(collect(aspect, keep, ratio)))}};
   };
   return {{"rows", rows}, {"short_axis_cut", cut(false)}, {"long_axis_cut", cut(true)}};
 }
 
-json spectrum_stats(const ReportPlan& plan, const std::vector<Row>& spectrum) {
-  const auto cosine = [](const Row& r) { return r.cosine; };
+json spectrum_stats(const ReportPlan& plan, const std::vector<SweepRow>& spectrum) {
+  const auto cosine = [](const SweepRow& r) { return r.cosine; };
   json rows = json::array();
   for (const auto& sp : plan.spectrum.spectra) {
     json cells = json::array();
     for (int tp : plan.spectrum.tps)
       for (int axis : plan.spectrum.axes) {
-        const auto keep = [&](const Row& r) { return r.spectrum == sp && r.tp == tp && r.axis == axis; };
+        const auto keep = [&](const SweepRow& r) { return r.spectrum == sp && r.tp == tp && r.axis == axis; };
         cells.push_back({{"tp", tp}, {"axis", axis}, {"rel_diff", stats(collect(spectrum, keep)).mean},
                          {"cosine", stats(collect(spectrum, keep, cosine)).mean}});
       }
@@ -206,7 +208,7 @@ json spectrum_stats(const ReportPlan& plan, const std::vector<Row>& spectrum) {
   // The prose contrasts a low-rank spectrum with the Gaussian one at the largest tp, both axes.
   const int tmax = plan.spectrum.tps.back();
   const auto at = [&](const std::string& sp) {
-    const auto keep = [&](const Row& r) { return r.spectrum == sp && r.tp == tmax; };
+    const auto keep = [&](const SweepRow& r) { return r.spectrum == sp && r.tp == tmax; };
     return json{{"spectrum", sp}, {"rel_diff", stats(collect(spectrum, keep)).mean}, {"cosine", stats(collect(spectrum, keep, cosine)).mean}};
   };
   return {{"shape", plan.spectrum.shapes.front()},
@@ -216,20 +218,20 @@ json spectrum_stats(const ReportPlan& plan, const std::vector<Row>& spectrum) {
 
 }  // namespace
 
-json divergence_stats(const ReportPlan& plan, const std::vector<Row>& main, const std::vector<Row>& aspect,
-                      const std::vector<Row>& spectrum) {
+json divergence_stats(const ReportPlan& plan, const std::vector<SweepRow>& main, const std::vector<SweepRow>& aspect,
+                      const std::vector<SweepRow>& spectrum) {
   return {{"vs_tp", vs_tp_stats(plan, main)}, {"aspect", aspect_stats(plan, aspect)}, {"spectrum", spectrum_stats(plan, spectrum)}};
 }
 
-json communication_stats(const std::vector<Row>& main) {
+json communication_stats(const std::vector<SweepRow>& main) {
   // One matrix of the main sweep: 512x1024, gram kernel, Gaussian seed 0, fp32.
   constexpr std::int64_t kRows = 512, kCols = 1024;
   const std::vector<int> tps{2, 4, 8}, axes{0, 1};
   const int detail_axis = 0, detail_tp = 8;  // where FLOPs and memory are shown
-  const auto find = [&](const std::string& s, int axis, int tp) -> const Row* {
-    const Row* hit = nullptr;
+  const auto find = [&](const std::string& s, int axis, int tp) -> const SweepRow* {
+    const SweepRow* hit = nullptr;
     for (const auto& r : main)
-      if (r.strategy == s && r.rows == kRows && r.cols == kCols && r.axis == axis && r.tp == tp && r.kernel == "gram" &&
+      if (strategy_name(r.strategy) == s && r.rows == kRows && r.cols == kCols && r.axis == axis && r.tp == tp && r.kernel == Kernel::gram &&
           r.spectrum == "gaussian" && r.seed == 0)
         hit = &r;
     return hit;
@@ -242,21 +244,21 @@ json communication_stats(const std::vector<Row>& main) {
     json cells = json::array();
     for (int axis : axes)
       for (int tp : tps) {
-        const Row* r = find(name, axis, tp);
+        const SweepRow* r = find(name, axis, tp);
         cells.push_back(r ? json{{"axis", axis}, {"tp", tp}, {"bytes_sent", r->bytes_sent}, {"messages", r->messages}}
                           : json{{"axis", axis}, {"tp", tp}, {"applicable", false}});
-        const Row* g = find("gather", axis, tp);
+        const SweepRow* g = find("gather", axis, tp);
         if (name == "gather" && r) gather_bytes.push_back(r->bytes_sent);
         if (r && g && g->bytes_sent > 0 && strategy_record(s).operand == Operand::sharded_frame) {
-          const double ratio = r->bytes_sent / g->bytes_sent;
+          const double ratio = static_cast<double>(r->bytes_sent) / static_cast<double>(g->bytes_sent);
           ratios.push_back(ratio);
           auto [it, fresh] = least_ratio_by_axis.try_emplace(axis, ratio);
           if (!fresh) it->second = std::min(it->second, ratio);
         }
       }
-    const Row* d = find(name, detail_axis, detail_tp);
+    const SweepRow* d = find(name, detail_axis, detail_tp);
     per.push_back({{"strategy", name}, {"cells", cells},
-                   {"flops", d ? json(d->flops) : json(nullptr)}, {"extra_memory", d ? json(d->extra) : json(nullptr)}});
+                   {"flops", d ? json(d->flops) : json(nullptr)}, {"extra_memory", d ? json(d->extra_memory) : json(nullptr)}});
   }
   // The split whose Gram is smallest relative to what gather moves, and that Gram's side (the
   // unsharded axis).

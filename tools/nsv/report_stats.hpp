@@ -13,7 +13,7 @@
 
 #include "amplification.hpp"
 #include "report_plan.hpp"
-#include "report_rows.hpp"
+#include "sweep_row.hpp"
 #include "step_engine.hpp"
 
 namespace nsv::cli {
@@ -27,21 +27,21 @@ Stats stats(const std::vector<double>& v);
 nlohmann::json range_json(const Stats&);       // {min, max, n}
 nlohmann::json mean_sd_json(const Stats&);     // {mean, sd, n}
 
-std::vector<double> collect(const std::vector<Row>& rows, const std::function<bool(const Row&)>& keep,
-                            const std::function<double(const Row&)>& value = [](const Row& r) { return r.rd; });
+std::vector<double> collect(const std::vector<SweepRow>& rows, const std::function<bool(const SweepRow&)>& keep,
+                            const std::function<double(const SweepRow&)>& value = [](const SweepRow& r) { return r.rel_diff_mean; });
 
 // Largest |rel. diff gram - rel. diff standard| over the `shard` cases run with both kernels.
-nlohmann::json kernel_gap_json(const std::vector<Row>&);
+nlohmann::json kernel_gap_json(const std::vector<SweepRow>&);
 
 // §1: every (shape, kernel, tp, axis) cell of the seed sweep: rel. diff and per-rank rel. diff.
-nlohmann::json seed_table_stats(const std::vector<Row>& seed);
+nlohmann::json seed_table_stats(const std::vector<SweepRow>& seed);
 // §2: per strategy, its promise checked over the main sweep.
-nlohmann::json strategy_check_stats(const std::vector<Row>& main, const std::map<std::string, std::size_t>& skipped);
+nlohmann::json strategy_check_stats(const std::vector<SweepRow>& main, const std::map<std::string, std::size_t>& skipped);
 // §3: `shard` vs tp and split axis (main sweep), vs aspect ratio, vs spectrum.
-nlohmann::json divergence_stats(const ReportPlan&, const std::vector<Row>& main, const std::vector<Row>& aspect,
-                                const std::vector<Row>& spectrum);
+nlohmann::json divergence_stats(const ReportPlan&, const std::vector<SweepRow>& main, const std::vector<SweepRow>& aspect,
+                                const std::vector<SweepRow>& spectrum);
 // §4: bytes, messages, FLOPs and memory per rank of one matrix of the main sweep.
-nlohmann::json communication_stats(const std::vector<Row>& main);
+nlohmann::json communication_stats(const std::vector<SweepRow>& main);
 
 using StepRuns = std::vector<std::pair<StepSpec, StepOutcome>>;
 // §5: the real-gradient Muon step (null-like {"available": false} without gradient fixtures).

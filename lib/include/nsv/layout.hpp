@@ -38,7 +38,19 @@ Layout fused_layout(int axis, const std::vector<std::vector<std::int64_t>>& part
 // Even split (the remainder to the first ranks, the grain-1 rule) for quick experiments.
 Layout even_layout(int axis, std::int64_t dim, int tp);
 
-// AutoTP's layout of one Muon matrix: head-aligned when it has KV groups, grain-based otherwise.
+// Attention heads laid along a split axis of length dim (q/k/v on dim 0, o_proj on dim 1).
+// All zero: the axis has no head structure.
+struct HeadGeometry {
+  std::int64_t heads = 0, kv_groups = 0, head_dim = 0;
+};
+// heads = kv_heads = 0: no heads; kv_heads = 0: as many KV groups as heads (no GQA). Throws
+// nsv::InvalidField naming `heads` or `kv_heads` when they do not divide what they split.
+HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis);
+
+// AutoTP's layout of a split axis of length dim: head-aligned on the KV groups when there are
+// any (kv_groups > 0), grain-based otherwise.
+Layout autotp_layout(int axis, std::int64_t dim, int tp, std::int64_t kv_groups, std::int64_t grain);
+// The same for one Muon matrix, from its split axis and KV groups.
 Layout autotp_layout(const MuonParam&, int tp, std::int64_t grain = 1);
 
 std::vector<MatD> split(const MatD& m, const Layout& layout);

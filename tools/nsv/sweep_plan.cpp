@@ -1,0 +1,208 @@
+#include "sweep_plan.hpp"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "cli_common.hpp"
+#include "nsv/layout.hpp"
+#include "nsv/npy.hpp"
+#include "nsv/spectra.hpp"
+
+namespace nsv::cli {
+namespace {
+
+using Shape = std::pair<std::int64_t, std::int64_t>;
+
+template <class T>
+void need_nonempty(const std::vector<T>& v, const char* flag) {
+  if (v.empty()) throw std::invalid_argument(std::string(flag) + " needs at least one value");
+}
+
+template <class T, class Parse>
+auto parse_all(const std::vector<T>& values, Parse parse) {
+  std::vector<decltype(parse(values.front()))> out;
+  for (const auto& v : values) out.push_back(parse(v));
+  return out;
+}
+
+void check_ranges(const SweepSpec& spec) {
+  need_nonempty(spec.shapes, "--shapes");
+  need_nonempty(spec.tps, "--tp");
+  need_nonempty(spec.axes, "--axis");
+  need_nonempty(spec.kernels, "--kernel");
+  need_nonempty(spec.strategies, "--strategy");
+  need_nonempty(spec.dtypes, "--dtype");
+  need_nonempty(spec.steps, "--steps");
+  need_nonempty(spec.spectra, "--spectrum");
+  need_nonempty(spec.orders, "--reduction-order");
+  need_nonempty(spec.coeffs, "--coeffs");
+  if (spec.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(spec.seeds));
+  if (spec.grain < 1) throw std::invalid_argument("--grain must be >= 1");
+  if (spec.heads < 0 || spec.kv_heads < 0) throw std::invalid_argument("--heads and --kv-heads must be positive");
+  if (spec.kv_heads > 0 && spec.heads == 0) throw std::invalid_argument("--kv-heads needs --heads");
+}
+
+// The spec's lists parsed, in the spec's order; every check of a value happens here.
+struct ParsedSpec {
+  std::vector<Shape> shapes;
+  std::vector<Kernel> kernels;
+  std::vector<Strategy> strategies;
+  std::vector<DType> dtypes;
+  std::vector<ReductionOrder> orders;
+  std::vector<CoeffSchedule> schedules;
+  std::vector<Spectrum> spectra;
+  std::map<std::string, Shape> file_shapes;  // file spectrum path -> the file's matrix shape
+  Accumulate accumulate = Accumulate::fp32;
+  Products products = Products::symmetric;
+};
+
+ParsedSpec parse_spec(const SweepSpec& spec) {
+  check_ranges(spec);
+  ParsedSpec p;
+  p.shapes = parse_all(spec.shapes, parse_shape);
+  for (int tp : spec.tps)
+    if (tp < 1 || tp > 4096) throw std::invalid_argument("--tp must be in 1..4096, got " + std::to_string(tp));
+  for (int a : spec.axes)
+    if (a != 0 && a != 1) throw std::invalid_argument("--axis must be 0 or 1, got " + std::to_string(a));
+  p.kernels = parse_all(spec.kernels, [](const std::string& k) { return parse_kernel(k); });
+  for (const auto& s : spec.strategies) {
+    if (s == kEveryStrategy)
+      p.strategies.insert(p.strategies.end(), std::begin(kAllStrategies), std::end(kAllStrategies));
+    else
+      p.strategies.push_back(parse_strategy(s));
+  }
+  p.dtypes = parse_all(spec.dtypes, [](const std::string& d) { return parse_dtype(d); });
+  p.accumulate = parse_accumulate(spec.accumulate);
+  p.products = parse_products(spec.products);
+  for (int st : spec.steps)
+    if (st < 0 || st > 1000) throw std::invalid_argument("--steps must be in 0..1000, got " + std::to_string(st));
+  p.orders = parse_all(spec.orders, [](const std::string& o) { return parse_reduction_order(o); });
+  p.schedules = parse_all(spec.coeffs, resolve_schedule);
+  // A file spectrum is read now, so a missing or malformed file fails before anything is
+  // written, and its shape decides which --shapes it applies to.
+  for (const auto& s : spec.spectra) {
+    p.spectra.push_back(parse_spectrum(s));
+    const Spectrum& sp = p.spectra.back();
+    if (sp.kind == Spectrum::Kind::file) {
+      const MatD m = read_npy(sp.path).matrix();
+      p.file_shapes[sp.path] = {m.rows(), m.cols()};
+    }
+  }
+  // Heads lie along the split axis (q/k/v on dim 0, o_proj on dim 1): they must divide it.
+  if (spec.heads > 0)
+    for (const auto& [r, c] : p.shapes)
+      for (int a : spec.axes) head_geometry(a == 0 ? r : c, spec.heads, spec.kv_heads, a);
+  return p;
+}
+
+bool uses_all_reduce(Strategy s) {
+  const auto collectives = strategy_record(s).collectives;
+  return std::find(collectives.begin(), collectives.end(), Collective::all_reduce) != collectives.end();
+}
+
+// Why a combination of the cartesian product is not run ("" when it is run). The first rule that
+// matches names the reason the combination is counted under.
+std::string sweep_skip_reason(const SweepCase& c, const Spectrum& spectrum, const ParsedSpec& p, std::size_t order_index,
+                              const std::set<std::string>& seen) {
+  if (spectrum.kind == Spectrum::Kind::file) {
+    if (p.file_shapes.at(spectrum.path) != Shape{c.rows, c.cols})
+      return "file spectrum: the file's matrix has another shape than this --shapes entry";
+    if (c.seed > 0) return "file spectrum: a file is one matrix, seeds after 0 would repeat it";
+  }
+  if (c.strategy == Strategy::per_head && c.axis == 1)
+    return "per_head on a dim-1 (row-parallel) split: heads are not on dim 0";
+  if (c.strategy == Strategy::per_head && c.heads == 0) return "per_head without --heads";
+  if (order_index > 0 && !uses_all_reduce(c.strategy))
+    return "reduction order has no effect: strategy without an all-reduce";
+  if (seen.count(c.key())) return "duplicate of an earlier case (a value repeated in a list)";
+  return "";
+}
+
+}  // namespace
+
+nlohmann::json SweepSpec::to_json() const {
+  return {{"shapes", shapes}, {"tp", tps}, {"axis", axes}, {"kernel", kernels}, {"strategy", strategies},
+          {"dtype", dtypes}, {"steps", steps}, {"spectrum", spectra}, {"reduction_order", orders}, {"coeffs", coeffs},
+          {"seeds", seeds}, {"heads", heads}, {"kv_heads", kv_heads}, {"grain", grain}, {"accumulate", accumulate},
+          {"products", products}, {"restart_at", restart_at}};
+}
+
+SweepRow SweepCase::parameters() const {
+  SweepRow r;
+  r.rows = rows;
+  r.cols = cols;
+  r.spectrum = spectrum;
+  r.seed = seed;
+  r.kernel = ns.kernel;
+  r.dtype = ns.dtype;
+  r.accumulate = ns.accumulate;
+  r.products = ns.products;
+  r.steps = ns.steps;
+  r.coeffs = ns.coeffs.name;
+  r.restart_at = ns.restart_at;
+  r.tp = tp;
+  r.axis = axis;
+  r.grain = grain;
+  r.heads = heads;
+  r.kv_heads = kv_heads;
+  r.strategy = strategy;
+  r.target = natural_target(strategy);
+  r.reduction_order = order;
+  return r;
+}
+
+std::string SweepCase::key() const { return sweep_row_key(parameters()); }
+
+Layout SweepCase::layout() const { return autotp_layout(axis, axis == 0 ? rows : cols, tp, kv_heads, grain); }
+
+SweepPlan plan_sweep(const SweepSpec& spec) {
+  const ParsedSpec p = parse_spec(spec);
+  SweepPlan plan;
+  std::set<std::string> seen;
+  SweepCase c;
+  c.ns.accumulate = p.accumulate;
+  c.ns.products = p.products;
+  c.ns.restart_at = spec.restart_at;
+  c.grain = spec.grain;
+  for (const auto& [rows, cols] : p.shapes)
+    for (const auto& sp : p.spectra)
+      for (int seed = 0; seed < spec.seeds; ++seed)
+        for (Kernel k : p.kernels)
+          for (DType d : p.dtypes)
+            for (int st : spec.steps)
+              for (const auto& sched : p.schedules)
+                for (int tp : spec.tps)
+                  for (int axis : spec.axes)
+                    for (Strategy s : p.strategies)
+                      for (std::size_t oi = 0; oi < p.orders.size(); ++oi) {
+                        c.rows = rows;
+                        c.cols = cols;
+                        c.spectrum = sp.text();
+                        c.seed = static_cast<std::uint64_t>(seed);
+                        c.ns.kernel = k;
+                        c.ns.dtype = d;
+                        c.ns.steps = st;
+                        c.ns.coeffs = sched;
+                        c.tp = tp;
+                        c.axis = axis;
+                        const HeadGeometry geo = head_geometry(axis == 0 ? rows : cols, spec.heads, spec.kv_heads, axis);
+                        c.heads = geo.heads;
+                        c.kv_heads = geo.kv_groups;
+                        c.head_dim = geo.head_dim;
+                        c.strategy = s;
+                        c.order = p.orders[oi];
+                        if (const std::string why = sweep_skip_reason(c, sp, p, oi, seen); !why.empty()) {
+                          ++plan.skipped[why];
+                          continue;
+                        }
+                        c.ns.validate();
+                        seen.insert(c.key());
+                        c.index = plan.cases.size();
+                        plan.cases.push_back(c);
+                      }
+  return plan;
+}
+
+}  // namespace nsv::cli
