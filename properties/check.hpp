@@ -86,6 +86,21 @@ inline void log_matrix(const std::string& name, const MatD& m) {
   RC_LOG() << std::defaultfloat << '\n';
 }
 
+// Why a and b are not bit-identical, or "" when they are: the shapes, or how many elements
+// differ and the worst one (largest ULP distance in `ulp_dtype`) with its index and both values
+// in hexfloat. Bits, not values: -0 differs from +0, and a NaN equals the same NaN.
+inline std::string bit_difference(const MatD& a, const MatD& b, DType ulp_dtype) {
+  if (a.rows() != b.rows() || a.cols() != b.cols())
+    return "shapes differ: " + std::to_string(a.rows()) + "x" + std::to_string(a.cols()) + " vs " +
+           std::to_string(b.rows()) + "x" + std::to_string(b.cols());
+  const ElementDiff diff = compare_bits(a, b, ulp_dtype);
+  return diff.identical ? std::string() : diff.describe();
+}
+
+// The optional context argument of RC_ASSERT_BIT_IDENTICAL, as the start of its message.
+inline std::string context_prefix() { return {}; }
+inline std::string context_prefix(const std::string& context) { return context + ": "; }
+
 }  // namespace nsv::props
 
 #define NSV_PROPERTY(Name, ArgList)                                                  \
@@ -93,14 +108,17 @@ inline void log_matrix(const std::string& name, const MatD& m) {
   BOOST_AUTO_TEST_CASE(Name) { ::nsv::props::check_property(&nsv_property_##Name); } \
   void nsv_property_##Name ArgList
 
-// Exact claim: every element has the same bits. On failure: how many differ, the worst one
-// (largest ULP distance in `dtype`), its index and both values in hexfloat.
-#define RC_ASSERT_BIT_IDENTICAL(a, b, dtype)                                                              \
+// Exact claim: every element has the same bits. On failure: the context (optional: which step,
+// rank or block was compared), how many elements differ, the worst one (largest ULP distance in
+// `dtype`), its index and both values in hexfloat; or that the shapes differ. The one exact
+// comparator of the properties; its negative controls are in kernel_exact.cpp and
+// sharding/layout_props.cpp.
+#define RC_ASSERT_BIT_IDENTICAL(a, b, dtype, ...)                                                         \
   do {                                                                                                    \
-    const ::nsv::ElementDiff nsv_diff_ = ::nsv::compare_bits((a), (b), (dtype));                         \
-    if (!nsv_diff_.identical)                                                                             \
-      RC_FAIL(std::string(#a " and " #b " are not bit-identical (ulps in ") +                            \
-              std::string(::nsv::dtype_name(dtype)) + "): " + nsv_diff_.describe());                      \
+    const std::string nsv_difference_ = ::nsv::props::bit_difference((a), (b), (dtype));                 \
+    if (!nsv_difference_.empty())                                                                         \
+      RC_FAIL(::nsv::props::context_prefix(__VA_ARGS__) + #a " and " #b " are not bit-identical (ulps in " + \
+              std::string(::nsv::dtype_name(dtype)) + "): " + nsv_difference_);                           \
   } while (false)
 
 // Bounded claim: `measured <= bound`, false for NaN. On failure: both figures exactly, and the

@@ -13,7 +13,12 @@
 #include <limits>
 
 #include "check.hpp"
-#include "generators.hpp"
+#include "generators/configs.hpp"
+#include "generators/floats.hpp"
+#include "generators/matrices.hpp"
+#include "generators/normals.hpp"
+#include "generators/shapes.hpp"
+#include "generators/tiers.hpp"
 #include "nsv/npy.hpp"
 #include "oracle.hpp"
 
@@ -475,7 +480,7 @@ NSV_PROPERTY(matrices_have_their_spectrum, ()) {
   const MatD& g = m.values;
   RC_TAG(spectrum_kind_name(m.spectrum.kind));
   for (Eigen::Index i = 0; i < g.size(); ++i) RC_ASSERT(static_cast<double>(static_cast<float>(g.data()[i])) == g.data()[i]);
-  if (m.spectrum.kind == SpectrumKind::integer_valued) {
+  if (m.spectrum.kind == Spectrum::Kind::integer_valued) {
     const double unit = std::ldexp(1.0, m.spectrum.scale_exponent);
     for (Eigen::Index i = 0; i < g.size(); ++i) {
       const double k = g.data()[i] / unit;
@@ -488,15 +493,15 @@ NSV_PROPERTY(matrices_have_their_spectrum, ()) {
   const double floor = std::sqrt(static_cast<double>(g.size())) * unit_roundoff(DType::fp32) * s(0);
   const Eigen::Index p = s.size();
   switch (m.spectrum.kind) {
-    case SpectrumKind::low_rank: {
+    case Spectrum::Kind::lowrank: {
       const Eigen::Index r = std::min<Eigen::Index>(m.spectrum.rank, p);
       for (Eigen::Index i = r; i < p; ++i) RC_ASSERT(s(i) <= 4 * floor);
       break;
     }
-    case SpectrumKind::power_law:
-    case SpectrumKind::ill_conditioned:
+    case Spectrum::Kind::powerlaw:
+    case Spectrum::Kind::ill_conditioned:
       for (Eigen::Index i = 0; i < p; ++i) {
-        const double designed = m.spectrum.kind == SpectrumKind::power_law
+        const double designed = m.spectrum.kind == Spectrum::Kind::powerlaw
                                     ? std::pow(static_cast<double>(i + 1), -m.spectrum.alpha)
                                     : std::pow(10.0, -m.spectrum.log10_condition * (p == 1 ? 0.0 : static_cast<double>(i) / static_cast<double>(p - 1)));
         if (designed * s(0) > 1e3 * floor) RC_ASSERT(std::abs(s(i) / s(0) - designed) <= 1e-3 * designed);

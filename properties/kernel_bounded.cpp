@@ -7,7 +7,10 @@
 #include <initializer_list>
 
 #include "check.hpp"
-#include "generators.hpp"
+#include "generators/configs.hpp"
+#include "generators/matrices.hpp"
+#include "generators/shapes.hpp"
+#include "generators/transforms.hpp"
 #include "oracle.hpp"
 #include "running_error.hpp"
 #include "tolerances.hpp"

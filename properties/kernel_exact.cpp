@@ -8,7 +8,10 @@
 #include <limits>
 
 #include "check.hpp"
-#include "generators.hpp"
+#include "generators/configs.hpp"
+#include "generators/floats.hpp"
+#include "generators/matrices.hpp"
+#include "generators/shapes.hpp"
 #include "oracle.hpp"
 
 namespace nsv::props {

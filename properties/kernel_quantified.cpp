@@ -9,7 +9,10 @@
 #include <sstream>
 
 #include "check.hpp"
-#include "generators.hpp"
+#include "generators/matrices.hpp"
+#include "generators/shapes.hpp"
+#include "generators/tiers.hpp"
+#include "generators/transforms.hpp"
 #include "oracle.hpp"
 #include "tolerances.hpp"
 
@@ -156,7 +159,7 @@ BOOST_AUTO_TEST_CASE(distance_to_the_polar_factor_is_the_scalar_maps) {
 BOOST_AUTO_TEST_CASE(one_step_fewer_leaves_the_band) {
   ++tally().quantified;
   Spectrum spectrum;
-  spectrum.kind = SpectrumKind::ill_conditioned;
+  spectrum.kind = Spectrum::Kind::ill_conditioned;
   for (const DType d : {DType::fp64, DType::fp32}) {
     int outside = 0, n = 0;
     for (int seed = 0; seed < kSamples; ++seed) {
@@ -232,7 +235,7 @@ BOOST_AUTO_TEST_CASE(bf16_leaves_the_rounding_free_band) {
 BOOST_AUTO_TEST_CASE(gram_loop_diverges_on_rank_deficient_inputs_in_16_bit_dtypes) {
   ++tally().quantified;
   Spectrum low_rank;
-  low_rank.kind = SpectrumKind::low_rank;
+  low_rank.kind = Spectrum::Kind::lowrank;
   for (const Kernel k : {Kernel::standard, Kernel::gram})
     for (const DType d : {DType::fp32, DType::fp16, DType::bf16})
       for (const int steps : {5, 7, 10}) {

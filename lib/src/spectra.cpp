@@ -10,19 +10,47 @@
 
 namespace nsv {
 
-std::string Spectrum::text() const {
-  switch (kind) {
-    case Kind::gaussian: return "gaussian";
-    case Kind::lowrank: return "lowrank:" + std::to_string(rank);
-    case Kind::powerlaw: {
-      std::string a = std::to_string(alpha);
-      while (a.size() > 1 && a.back() == '0') a.pop_back();
-      if (a.back() == '.') a.pop_back();
-      return "powerlaw:" + a;
-    }
-    case Kind::file: return "file:" + path;
+namespace {
+
+// A double in its shortest fixed form: 0.5, 2, 0.25 (std::to_string's six decimals, trailing
+// zeros dropped).
+std::string short_decimal(double v) {
+  std::string a = std::to_string(v);
+  while (a.size() > 1 && a.back() == '0') a.pop_back();
+  if (a.back() == '.') a.pop_back();
+  return a;
+}
+
+std::string unscaled_text(const Spectrum& sp) {
+  const std::string name = spectrum_kind_name(sp.kind);
+  switch (sp.kind) {
+    case Spectrum::Kind::gaussian:
+    case Spectrum::Kind::integer_valued: return name;
+    case Spectrum::Kind::lowrank: return name + ":" + std::to_string(sp.rank);
+    case Spectrum::Kind::powerlaw: return name + ":" + short_decimal(sp.alpha);
+    case Spectrum::Kind::ill_conditioned: return name + ":" + short_decimal(sp.log10_condition);
+    case Spectrum::Kind::file: return name + ":" + sp.path;
   }
   return "?";
+}
+
+}  // namespace
+
+const char* spectrum_kind_name(Spectrum::Kind k) {
+  switch (k) {
+    case Spectrum::Kind::gaussian: return "gaussian";
+    case Spectrum::Kind::lowrank: return "lowrank";
+    case Spectrum::Kind::powerlaw: return "powerlaw";
+    case Spectrum::Kind::ill_conditioned: return "ill_conditioned";
+    case Spectrum::Kind::integer_valued: return "integer_valued";
+    case Spectrum::Kind::file: return "file";
+  }
+  return "?";
+}
+
+std::string Spectrum::text() const {
+  const std::string unscaled = unscaled_text(*this);
+  return scale_exponent == 0 ? unscaled : unscaled + "*2^" + std::to_string(scale_exponent);
 }
 
 Spectrum parse_spectrum(const std::string& s) {
@@ -60,6 +88,17 @@ Spectrum parse_spectrum(const std::string& s) {
   return sp;
 }
 
+Eigen::VectorXd designed_singular_values(const Spectrum& sp, std::int64_t count) {
+  if (sp.kind != Spectrum::Kind::powerlaw && sp.kind != Spectrum::Kind::ill_conditioned)
+    throw std::invalid_argument("spectrum " + sp.text() + " prescribes no singular values");
+  Eigen::VectorXd sigma(count);
+  for (std::int64_t i = 0; i < count; ++i)
+    sigma(i) = sp.kind == Spectrum::Kind::powerlaw
+                   ? std::pow(static_cast<double>(i + 1), -sp.alpha)
+                   : std::pow(10.0, -sp.log10_condition * (count == 1 ? 0.0 : static_cast<double>(i) / static_cast<double>(count - 1)));
+  return sigma;
+}
+
 MatD gaussian_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
   const auto uniform = [&] {  // in (0, 1], 53 random bits
@@ -89,6 +128,8 @@ MatD to_float_values(MatD m) {
 }  // namespace
 
 MatD make_matrix(const Spectrum& sp, std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  if (sp.scale_exponent != 0)
+    throw std::invalid_argument("make_matrix draws unscaled spectra; " + sp.text() + " is the property generators'");
   switch (sp.kind) {
     case Spectrum::Kind::gaussian: return to_float_values(gaussian_matrix(rows, cols, seed));
     case Spectrum::Kind::lowrank: {
@@ -98,9 +139,7 @@ MatD make_matrix(const Spectrum& sp, std::int64_t rows, std::int64_t cols, std::
     case Spectrum::Kind::powerlaw: {
       const std::int64_t k = std::min(rows, cols);
       const MatD u = orthonormal_columns(rows, k, seed), v = orthonormal_columns(cols, k, seed ^ 0x9e3779b97f4a7c15ULL);
-      Eigen::VectorXd sigma(k);
-      for (std::int64_t i = 0; i < k; ++i) sigma(i) = std::pow(static_cast<double>(i + 1), -sp.alpha);
-      return to_float_values(u * sigma.asDiagonal() * v.transpose());
+      return to_float_values(u * designed_singular_values(sp, k).asDiagonal() * v.transpose());
     }
     case Spectrum::Kind::file: {
       MatD m = read_npy(sp.path).matrix();
@@ -109,8 +148,11 @@ MatD make_matrix(const Spectrum& sp, std::int64_t rows, std::int64_t cols, std::
                                     " matrix, but the case asks for " + std::to_string(rows) + "x" + std::to_string(cols));
       return m;
     }
+    case Spectrum::Kind::ill_conditioned:
+    case Spectrum::Kind::integer_valued: break;
   }
-  throw std::logic_error("unhandled spectrum");
+  throw std::invalid_argument("make_matrix draws gaussian, lowrank, powerlaw and file spectra; " + sp.text() +
+                              " is the property generators'");
 }
 
 }  // namespace nsv

@@ -10,7 +10,7 @@
 
 #include "check.hpp"
 #include "oracle.hpp"
-#include "generators.hpp"
+#include "generators/configs.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/cost_model.hpp"
 #include "nsv/model_config.hpp"

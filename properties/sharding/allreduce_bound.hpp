@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "generators/transforms.hpp"
 #include "layout_generators.hpp"
 #include "nsv/strategies.hpp"
 #include "sharding_support.hpp"

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "check.hpp"
-#include "generators.hpp"
+#include "generators/configs.hpp"
+#include "generators/tiers.hpp"
 #include "layout_generators.hpp"
 #include "nsv/strategies.hpp"
 #include "oracle.hpp"

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "generators.hpp"  // max_dim(), the shared tier limit (NSV_PROPS_MAX_DIM)
+#include "generators/shapes.hpp"
+#include "generators/tiers.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/spectra.hpp"
 #include "sharding_support.hpp"

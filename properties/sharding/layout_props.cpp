@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "generators/configs.hpp"
 #include "layout_generators.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
@@ -77,9 +78,9 @@ void check_split_assemble(const MatD& m, const Layout& layout, const std::vector
         expected.middleCols(at, p.cols()) = p;
       at += layout.axis == 0 ? p.rows() : p.cols();
     }
-    NSV_RC_ASSERT_IDENTICAL(shards[r], expected, "shard " + std::to_string(r) + " vs the hand-cut block");
+    RC_ASSERT_BIT_IDENTICAL(shards[r], expected, DType::fp32, "shard " + std::to_string(r) + " vs the hand-cut block");
   }
-  NSV_RC_ASSERT_IDENTICAL(assemble(shards, layout), m, "assemble(split(m)) vs m");
+  RC_ASSERT_BIT_IDENTICAL(assemble(shards, layout), m, DType::fp32, "assemble(split(m)) vs m");
 }
 
 std::vector<std::vector<Range>> contiguous_ranges(const Sizes& sizes) {
@@ -121,22 +122,24 @@ NSV_PROPERTY(exact_comparator_reports_a_one_ulp_change_anywhere, ()) {
   const auto cols = *rc::gen::inRange<std::int64_t>(1, 33);
   const MatD m = gaussian(rows, cols, *matrix_seeds());
   const auto i = *rc::gen::inRange<Eigen::Index>(0, m.size());
-  RC_ASSERT(compare_exact(m, m).identical);
+  RC_ASSERT(props::bit_difference(m, m, DType::fp32).empty());
   const MatD changed = with_one_ulp_changed(m, i);
-  RC_ASSERT(!compare_exact(m, changed).identical);
-  RC_ASSERT(!compare_bits(m, changed, DType::fp32).identical);  // the library's comparator agrees
-  RC_ASSERT(compare_bits(m, changed, DType::fp32).ulps == 1u);
+  RC_ASSERT(!props::bit_difference(m, changed, DType::fp32).empty());
+  const ElementDiff diff = compare_bits(m, changed, DType::fp32);
+  RC_ASSERT(diff.mismatches == 1);
+  RC_ASSERT(diff.row * m.cols() + diff.col == i);
+  RC_ASSERT(diff.ulps == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(exact_comparator_reports_shape_and_signed_zero) {
   MatD a = MatD::Zero(2, 3), b = MatD::Zero(3, 2);
-  BOOST_TEST(!compare_exact(a, b).identical);
+  BOOST_TEST(!props::bit_difference(a, b, DType::fp32).empty());
   MatD c = a;
   c(1, 2) = -0.0;
-  BOOST_TEST(!compare_exact(a, c).identical);  // -0 and +0 are different bits
+  BOOST_TEST(!props::bit_difference(a, c, DType::fp32).empty());  // -0 and +0 are different bits
   MatD n = a;
   n(0, 0) = std::numeric_limits<double>::quiet_NaN();
-  BOOST_TEST(compare_exact(n, n).identical);  // the same NaN bits are identical
+  BOOST_TEST(props::bit_difference(n, n, DType::fp32).empty());  // the same NaN bits are identical
 }
 
 // =============================================================================================

@@ -1,14 +1,14 @@
 #pragma once
-// Shared machinery of the sharding, layout and Muon-step properties (SPEC §4 L, S, M):
-// comparators with their negative controls, the per-case measurements the bounded claims use,
-// and a small distribution summary printed by the quantified tests.
+// Shared machinery of the sharding, layout and Muon-step properties (SPEC §4 L, S, M): the
+// reference backend, the one-ulp change of the exact comparator's negative controls, a small
+// distribution summary printed by the quantified tests, and layout helpers.
 //
-// Every comparator used by an exact claim is itself tested (sharding_comparators test): a
-// one-ulp change of one element must be reported, so "identical" is never vacuous.
+// Exact claims use RC_ASSERT_BIT_IDENTICAL (check.hpp), whose negative controls in
+// layout_props.cpp require a one-ulp change of one element to be reported, so "identical" is
+// never vacuous.
 #include <rapidcheck.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <iomanip>
@@ -34,44 +34,6 @@ inline const Backend& backend() {
 }
 
 // --------------------------------------------------------------------------------------------
-// Exact comparison: same shape and the same 64 bits in every element (the carrier of every
-// dtype is a double that holds the value exactly, so equal bits = equal values of the dtype,
-// NaNs compared by their payload bits).
-struct BitsReport {
-  bool identical = true;
-  std::string what;  // empty when identical
-};
-
-inline BitsReport compare_exact(const MatD& a, const MatD& b) {
-  if (a.rows() != b.rows() || a.cols() != b.cols()) {
-    std::ostringstream s;
-    s << "shapes differ: " << a.rows() << "x" << a.cols() << " vs " << b.rows() << "x" << b.cols();
-    return {false, s.str()};
-  }
-  // Independent of nsv::compare_bits (the library's own comparator): a plain bit loop.
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    const auto x = std::bit_cast<std::uint64_t>(a.data()[i]), y = std::bit_cast<std::uint64_t>(b.data()[i]);
-    if (x != y) {
-      std::ostringstream s;
-      const Eigen::Index r = a.cols() ? i / a.cols() : 0, c = a.cols() ? i % a.cols() : 0;
-      s << "first differing element (" << r << "," << c << "): " << std::hexfloat << a.data()[i] << " vs "
-        << b.data()[i] << std::defaultfloat << "; library comparator: " << compare_bits(a, b, DType::fp32).describe();
-      return {false, s.str()};
-    }
-  }
-  return {};
-}
-
-// RC_ASSERT with the counterexample's worst element logged in hexfloat.
-#define NSV_RC_ASSERT_IDENTICAL(a, b, context)                          \
-  do {                                                                   \
-    const auto nsv_report_ = ::nsv::props::shard::compare_exact((a), (b)); \
-    if (!nsv_report_.identical) {                                        \
-      RC_LOG() << (context) << ": " << nsv_report_.what << "\n";        \
-      RC_FAIL("not bit-identical");                                      \
-    }                                                                    \
-  } while (0)
-
 // The smallest change an exact comparator must see: one ulp of fp32 (the storage dtype of
 // every value in these properties) at element i.
 inline MatD with_one_ulp_changed(MatD m, Eigen::Index i) {

@@ -1,0 +1,87 @@
+#pragma once
+// Generators of kernel configurations: dtypes, kernels, accumulation modes, product modes,
+// coefficient schedules, step counts and whole NsConfigs, with the Arbitrary specialisations of
+// the library's enums and their printing in counterexamples.
+#include <rapidcheck.h>
+
+#include <ostream>
+#include <string>
+
+#include "nsv/coeffs.hpp"
+#include "nsv/dtype.hpp"
+#include "nsv/kernels.hpp"
+
+namespace nsv::props {
+
+inline rc::Gen<DType> dtypes() { return rc::gen::element(DType::fp64, DType::fp32, DType::bf16, DType::fp16); }
+inline rc::Gen<DType> narrow_dtypes() { return rc::gen::element(DType::fp32, DType::bf16, DType::fp16); }
+inline rc::Gen<Kernel> kernels() { return rc::gen::element(Kernel::standard, Kernel::gram); }
+
+// The accumulation mode that a dtype allows: fp64 always accumulates in fp64.
+inline rc::Gen<Accumulate> accumulations(DType d) {
+  if (d == DType::fp64) return rc::gen::just(Accumulate::fp32);
+  return rc::gen::weightedElement<Accumulate>({{3, Accumulate::fp32}, {1, Accumulate::compute}});
+}
+
+// Both ways of computing the n x n products; the default (symmetric) drawn more often.
+inline rc::Gen<Products> products() {
+  return rc::gen::weightedElement<Products>({{3, Products::symmetric}, {1, Products::full}});
+}
+
+inline rc::Gen<CoeffSchedule> schedules() {
+  return rc::gen::map(rc::gen::weightedElement<std::string>({{4, "keller"}, {1, "you"}, {1, "polar_express"}}),
+                      [](const std::string& name) { return builtin_schedule(name); });
+}
+
+// Step counts biased to DeepSpeed's 5, with 0 (the normalization alone) and up to 10.
+inline rc::Gen<int> step_counts() {
+  return rc::gen::weightedOneOf<int>({{3, rc::gen::just(5)}, {2, rc::gen::inRange(0, 11)}});
+}
+
+// A whole kernel configuration; the fixed parts can be pinned by the caller afterwards.
+inline rc::Gen<NsConfig> ns_configs() {
+  return rc::gen::mapcat(rc::gen::tuple(kernels(), dtypes(), schedules(), step_counts(), products()), [](const auto& t) {
+    const auto& [kernel, dtype, schedule, steps, how] = t;
+    return rc::gen::map(accumulations(dtype), [=](Accumulate acc) {
+      NsConfig cfg;
+      cfg.kernel = kernel;
+      cfg.dtype = dtype;
+      cfg.accumulate = acc;
+      cfg.products = how;
+      cfg.coeffs = schedule;
+      cfg.steps = steps;
+      return cfg;
+    });
+  });
+}
+
+}  // namespace nsv::props
+
+// Arbitrary specialisations where a type has one natural distribution.
+namespace rc {
+
+template <>
+struct Arbitrary<nsv::DType> {
+  static Gen<nsv::DType> arbitrary() { return nsv::props::dtypes(); }
+};
+template <>
+struct Arbitrary<nsv::Kernel> {
+  static Gen<nsv::Kernel> arbitrary() { return nsv::props::kernels(); }
+};
+template <>
+struct Arbitrary<nsv::NsConfig> {
+  static Gen<nsv::NsConfig> arbitrary() { return nsv::props::ns_configs(); }
+};
+
+}  // namespace rc
+
+// Printing of library types in counterexamples (found by argument-dependent lookup).
+namespace nsv {
+inline void showValue(DType d, std::ostream& os) { os << dtype_name(d); }
+inline void showValue(Kernel k, std::ostream& os) { os << kernel_name(k); }
+inline void showValue(Accumulate a, std::ostream& os) { os << "accumulate=" << accumulate_name(a); }
+inline void showValue(const NsConfig& c, std::ostream& os) {
+  os << kernel_name(c.kernel) << ' ' << dtype_name(c.dtype) << " accumulate=" << accumulate_name(c.accumulate)
+     << " products=" << products_name(c.products) << ' ' << c.coeffs.name << " steps=" << c.steps;
+}
+}  // namespace nsv
