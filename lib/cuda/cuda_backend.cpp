@@ -22,6 +22,7 @@
 #include "ns_algorithm.hpp"
 #include "sharded_frame.hpp"
 #include "nsv/backend.hpp"
+#include "nsv/invalid_field.hpp"
 
 namespace nsv {
 namespace cuda_detail {
@@ -32,9 +33,8 @@ cuda::Fp32Math fp32_math(const CudaOptions& o) { return o.tf32 ? cuda::Fp32Math:
 void check_config(const NsConfig& cfg) {
   cfg.validate();
   if (cfg.accumulate == Accumulate::compute)
-    throw std::invalid_argument(
-        "the CUDA backend accumulates every GEMM in fp32 (fp64 for fp64), as cuBLAS does; --accumulate compute "
-        "models PyTorch's CPU GEMM and is available on the cpu backend only");
+    throw InvalidField("accumulate", "compute models PyTorch's CPU GEMM and is available on the cpu backend only: the CUDA "
+                                     "backend accumulates every GEMM in fp32 (fp64 for fp64), as cuBLAS does");
 }
 
 void check_group(const std::vector<const MatD*>& mats) {
@@ -300,7 +300,7 @@ bool cuda_backend_available(std::string* why_not) {
 
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
   std::string why;
-  if (!cuda_backend_available(&why)) throw std::runtime_error("--backend " + cuda_backend_name(options) + ": " + why);
+  if (!cuda_backend_available(&why)) throw std::runtime_error("backend " + cuda_backend_name(options) + ": " + why);
   return std::make_unique<cuda_detail::CudaBackend>(options);
 }
 

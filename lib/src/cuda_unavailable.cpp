@@ -14,7 +14,7 @@ bool cuda_backend_available(std::string* why_not) {
 std::unique_ptr<Backend> make_cuda_backend() {
   std::string why;
   cuda_backend_available(&why);
-  throw std::runtime_error("--backend cuda: " + why);
+  throw std::runtime_error("backend cuda: " + why);
 }
 
 }  // namespace nsv

@@ -80,7 +80,7 @@ int width(DType d) { return bytes_per_element(d) * 8; }
 }  // namespace
 
 std::uint64_t ulp_distance(DType d, double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<std::uint64_t>::max();
+  if (std::isnan(a) || std::isnan(b)) return kNoUlpDistance;
   const std::int64_t ia = ordinal(pattern(d, a), width(d));
   const std::int64_t ib = ordinal(pattern(d, b), width(d));
   return ia > ib ? static_cast<std::uint64_t>(ia - ib) : static_cast<std::uint64_t>(ib - ia);

@@ -86,7 +86,12 @@ std::string ElementDiff::describe() const {
   if (identical) return "bit-identical";
   std::ostringstream s;
   s << mismatches << " element(s) differ; worst at (" << row << "," << col << "): " << std::hexfloat << a
-    << " vs " << b << std::defaultfloat << " (" << ulps << " ulp, " << std::setprecision(9) << a << " vs " << b << ")";
+    << " vs " << b << std::defaultfloat << " (";
+  if (ulps == kNoUlpDistance)
+    s << "no ULP distance: a NaN is involved";
+  else
+    s << ulps << " ulp";
+  s << ", " << std::setprecision(9) << a << " vs " << b << ")";
   return s.str();
 }
 

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -106,7 +107,9 @@ inline double round_to(DType d, double x) {
 
 // Distance in units in the last place between two values of dtype d, numpy's definition
 // (nulp_diff): the difference of the values' positions on the integer line of the format,
-// where -0 and +0 coincide. NaN against anything is reported as max uint64.
+// where -0 and +0 coincide; an infinity is the position after the largest finite value. A NaN
+// has no position: NaN against anything is kNoUlpDistance.
+inline constexpr std::uint64_t kNoUlpDistance = std::numeric_limits<std::uint64_t>::max();
 std::uint64_t ulp_distance(DType d, double a, double b);
 
 }  // namespace nsv

@@ -1,5 +1,6 @@
 // Operand::gathered_matrix: one all-gather in the storage dtype, then every rank orthogonalizes
 // the whole matrix and keeps its block.
+#include "nsv/strategies.hpp"
 #include "operand.hpp"
 
 namespace nsv::detail {

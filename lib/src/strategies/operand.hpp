@@ -10,7 +10,11 @@
 #include "nsv/backend.hpp"
 #include "nsv/communicator.hpp"
 #include "nsv/cost_model.hpp"
-#include "nsv/strategies.hpp"
+#include "nsv/strategy.hpp"
+
+namespace nsv {
+struct ShardedMatrix;  // strategies.hpp: the executions use it, the plans (the cost model) do not
+}
 
 namespace nsv::detail {
 

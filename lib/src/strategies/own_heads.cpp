@@ -2,6 +2,7 @@
 // recomputing its head count from its shard (num_heads_local = rows_local / head_dim), as
 // DeepSpeed's per-head NS does. Applicability (inapplicable_reason) is checked by the callers.
 #include "nsv/per_head.hpp"
+#include "nsv/strategies.hpp"
 #include "operand.hpp"
 
 namespace nsv::detail {

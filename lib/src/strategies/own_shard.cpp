@@ -1,4 +1,5 @@
 // Operand::own_shard: each rank orthogonalizes what it holds, nothing else (AutoTP today).
+#include "nsv/strategies.hpp"
 #include "operand.hpp"
 
 namespace nsv::detail {

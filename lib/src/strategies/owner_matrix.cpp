@@ -4,6 +4,7 @@
 #include <string>
 
 #include "nsv/invalid_field.hpp"
+#include "nsv/strategies.hpp"
 #include "operand.hpp"
 
 namespace nsv {

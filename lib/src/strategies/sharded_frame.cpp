@@ -8,6 +8,7 @@
 // any size.
 #include "normalize.hpp"
 #include "ns_algorithm.hpp"
+#include "nsv/strategies.hpp"
 #include "operand.hpp"
 #include "sharded_frame.hpp"
 
