@@ -1,5 +1,6 @@
 // Properties of the foundations the kernel properties stand on: dtype rounding and ULP
 // distance, .npy I/O, and the generators themselves.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -256,6 +257,11 @@ BOOST_AUTO_TEST_CASE(ulp_distance_edge_values) {
   BOOST_CHECK_EQUAL(ulp_distance(DType::bf16, 1.0, 1.0 + 0x1p-7), 1u);
   BOOST_CHECK_EQUAL(ulp_distance(DType::fp16, 1.0, 1.0 + 0x1p-10), 1u);
   BOOST_CHECK_EQUAL(ulp_distance(DType::fp16, -1.0, 1.0), 2u * 0x3C00u);
+  // fp64 values of opposite signs: the distance passes INT64_MAX (once a signed overflow).
+  const double inf = std::numeric_limits<double>::infinity(), dmax = std::numeric_limits<double>::max();
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp64, -inf, inf), 2 * std::uint64_t{0x7ff0'0000'0000'0000});
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp64, dmax, -dmax), 2 * std::uint64_t{0x7fef'ffff'ffff'ffff});
+  BOOST_CHECK_EQUAL(ulp_distance(DType::fp64, -1.0, 2.0), std::uint64_t{0x3ff0'0000'0000'0000} + 0x4000'0000'0000'0000);
   BOOST_CHECK_EQUAL(ulp_distance(DType::fp32, std::nan(""), 1.0), std::numeric_limits<std::uint64_t>::max());
   BOOST_CHECK_EQUAL(ulp_distance(DType::fp32, 1.0, std::nan("")), std::numeric_limits<std::uint64_t>::max());
 }
@@ -335,6 +341,49 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_refused_with_a_reason) {
   BOOST_CHECK_EQUAL(v2.shape.size(), 2u);
 }
 
+// The header is scanned strictly, as numpy reads it, in one pass (no recursion, no backtracking),
+// and the size its shape claims is compared with the file before anything is allocated.
+BOOST_AUTO_TEST_CASE(headers_are_scanned_strictly_and_sizes_checked_first) {
+  const auto with_shape = [](const std::string& shape) {
+    return "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  };
+  // Legal headers padded to 26 KB and to 65,535 bytes (the 1.0 maximum) are read.
+  for (const std::size_t pad : {std::size_t{26000}, std::size_t{65535 - 10 - 1 - with_shape("(2, 3)").size()}}) {
+    const std::string big = with_shape("(2, 3)") + std::string(pad, ' ');
+    const NpyArray a = read_npy(write_raw("big_header.npy", npy_bytes(big, float_data(6))).string());
+    BOOST_CHECK_EQUAL(a.shape.size(), 2u);
+  }
+  BOOST_CHECK_EQUAL(read_npy(write_raw("trailing_comma.npy", npy_bytes(with_shape("(2, 3,)"), float_data(6))).string()).shape[1], 3);
+  BOOST_CHECK_EQUAL(read_npy(write_raw("double_quotes.npy", npy_bytes("{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2, 3)}",
+                                                                           float_data(6))).string()).shape[0], 2);
+  // A 2.0 header longer than 1 MiB; one that claims more bytes than the file holds.
+  std::string oversized("\x93NUMPY\x02\x00", 8);
+  oversized += std::string("\x00\x00\x20\x00", 4) + with_shape("(2, 3)");
+  expect_refused(write_raw("oversized_header.npy", oversized), "accepted");
+  std::string short_file("\x93NUMPY\x02\x00", 8);
+  short_file += std::string("\x00\x00\x01\x00", 4) + with_shape("(2, 3)");
+  expect_refused(write_raw("header_past_end.npy", short_file), "truncated header");
+  // Shapes numpy refuses: garbage inside or after the tuple, out-of-range integers.
+  for (const std::string bad : {"(1<<62, 2)", "(2, 3)x", "(2, 3", "(2; 3)", "(2, -3)", "(2, 3.0)", "(2,, 3)", "(02, 3)", "[2, 3]"})
+    expect_refused(write_raw("bad_shape.npy", npy_bytes(with_shape(bad), float_data(6))), "malformed header");
+  expect_refused(write_raw("garbage_after.npy", npy_bytes(with_shape("(2, 3)") + " junk", float_data(6))), "after the header dictionary");
+  expect_refused(write_raw("extra_key.npy", npy_bytes(with_shape("(2, 3)").insert(1, "'extra': 1, "), float_data(6))), "unexpected key");
+  expect_refused(write_raw("dim_out_of_range.npy", npy_bytes(with_shape("(99999999999999999999, 2)"), float_data(6))), "out of range");
+  // Sizes: a product that overflows 64 bits, and a huge claim in a tiny file (refused before
+  // allocating: 65536 x 65536 floats would be 16 GiB).
+  expect_refused(write_raw("overflow.npy", npy_bytes(with_shape("(4611686018427387904, 4)"), float_data(6))), "too large");
+  expect_refused(write_raw("huge_claim.npy", npy_bytes(with_shape("(65536, 65536)"), float_data(6))), "truncated data");
+}
+
+// A FIFO or a folder given as a .npy file is refused up front (a FIFO without blocking).
+BOOST_AUTO_TEST_CASE(only_regular_files_are_read) {
+  const fs::path fifo = scratch_dir() / "pipe.npy";
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  expect_refused(fifo, "FIFO");
+  fs::create_directories(scratch_dir() / "folder.npy");
+  expect_refused(scratch_dir() / "folder.npy", "folder");
+}
+
 // write_npy never leaves a partial file: into a folder that does not exist it throws and creates
 // nothing (no folder, no temporary), and a successful write leaves no temporary behind.
 BOOST_AUTO_TEST_CASE(failed_writes_leave_nothing_behind) {
@@ -352,6 +401,19 @@ BOOST_AUTO_TEST_CASE(failed_writes_leave_nothing_behind) {
   BOOST_CHECK_THROW(write_npy((scratch_dir() / "ragged.npy").string(), Batch{MatD::Ones(2, 2), MatD::Ones(3, 2)}, false),
                     std::runtime_error);
   BOOST_CHECK(!fs::exists(scratch_dir() / "ragged.npy"));
+  // A target that cannot be replaced (a folder): the message carries the failing call's error,
+  // not "Success", and the temporary is gone.
+  const fs::path folder = scratch_dir() / "a_folder";
+  fs::create_directories(folder);
+  try {
+    write_file_atomically(folder.string(), "contents");
+    BOOST_ERROR("writing over a folder was accepted");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    BOOST_CHECK_MESSAGE(what.find("Success") == std::string::npos && what.find("directory") != std::string::npos, what);
+  }
+  BOOST_CHECK(fs::is_directory(folder));
+  BOOST_CHECK(!fs::exists(scratch_dir() / ".a_folder.nsv-tmp"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

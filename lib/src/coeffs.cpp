@@ -2,9 +2,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "nsv/input_file.hpp"
 
 namespace nsv {
 
@@ -64,8 +65,13 @@ std::vector<std::string> builtin_schedule_names() {
 }
 
 CoeffSchedule load_schedule(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot open coefficient file '" + path + "'");
+  // A regular file only (a FIFO or a folder is refused, never waited on), read whole.
+  std::istringstream in;
+  try {
+    in.str(read_input_file(path, "coefficient file"));
+  } catch (const std::runtime_error& e) {  // a bad file is a bad argument, as the other errors here
+    throw std::invalid_argument(e.what());
+  }
   CoeffSchedule schedule{path, {}};
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {

@@ -83,7 +83,10 @@ std::uint64_t ulp_distance(DType d, double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return kNoUlpDistance;
   const std::int64_t ia = ordinal(pattern(d, a), width(d));
   const std::int64_t ib = ordinal(pattern(d, b), width(d));
-  return ia > ib ? static_cast<std::uint64_t>(ia - ib) : static_cast<std::uint64_t>(ib - ia);
+  // The difference of two ordinals can exceed INT64_MAX (fp64 values of opposite signs): subtract
+  // as unsigned, which is exact because the distance is below 2^64.
+  const auto ua = static_cast<std::uint64_t>(ia), ub = static_cast<std::uint64_t>(ib);
+  return ia > ib ? ua - ub : ub - ua;
 }
 
 }  // namespace nsv

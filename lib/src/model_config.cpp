@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "nsv/input_file.hpp"
 
 namespace nsv {
 namespace {
@@ -184,15 +184,13 @@ ModelConfig parse_model_config(const json& doc, const std::string& source) {
 }
 
 ModelConfig load_model_config(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::invalid_argument(path + ": cannot open the model config (does the file exist and is it readable?)");
-  std::ostringstream text;
-  text << f.rdbuf();
   json doc;
   try {
-    doc = json::parse(text.str());
+    doc = json::parse(read_input_file(path, "model config"));  // a regular file only: a FIFO never blocks
   } catch (const json::parse_error& e) {
     throw std::invalid_argument(path + ": malformed JSON: " + e.what());
+  } catch (const std::runtime_error& e) {  // an unreadable config is a bad argument, as the other errors here
+    throw std::invalid_argument(e.what());
   }
   return parse_model_config(doc, path);
 }

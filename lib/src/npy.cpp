@@ -1,14 +1,18 @@
 #include "nsv/npy.hpp"
 
-#include <bit>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <regex>
-#include <sstream>
+#include <limits>
 #include <stdexcept>
+
+#include "nsv/input_file.hpp"
 
 namespace nsv {
 namespace {
@@ -17,91 +21,233 @@ namespace {
   throw std::runtime_error(path + ": " + why);
 }
 
-std::string header_value(const std::string& header, const std::string& key) {
-  const std::regex re("['\"]" + key + "['\"]\\s*:\\s*(\\([^)]*\\)|'[^']*'|\"[^\"]*\"|True|False)");
-  std::smatch m;
-  if (!std::regex_search(header, m, re)) return {};
-  return m[1];
-}
+// Header length limits: version 1.0 stores it in 2 bytes (at most 65,535); 2.0 and 3.0 in 4,
+// where we accept at most 1 MiB (numpy writes a few hundred bytes; its own reader refuses more
+// than 10,000 unless told otherwise).
+constexpr std::uint32_t kMaxHeaderBytes = std::uint32_t{1} << 20;
 
-std::vector<long> parse_shape(const std::string& path, const std::string& text) {
+// What the header dictionary says, as text: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+struct Header {
+  std::string descr, fortran_order;
   std::vector<long> shape;
-  std::string inner = text.substr(1, text.size() - 2);
-  std::stringstream ss(inner);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.find_first_not_of(" ") == std::string::npos) continue;
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (end == item.c_str() || v < 0) fail(path, "malformed shape " + text);
-    shape.push_back(v);
+  bool has_descr = false, has_order = false, has_shape = false;
+};
+
+// A single-pass scanner of numpy's header: a Python dict literal whose keys are exactly descr,
+// fortran_order and shape, whose values are a string, True/False and a tuple of non-negative
+// decimal integers. No recursion, no backtracking: each byte is looked at once, so a header of
+// any length allowed above costs linear time and constant stack. Anything numpy's
+// ast.literal_eval-based reader would refuse (or that we do not support) is refused, with the
+// position and what was expected.
+class HeaderScanner {
+ public:
+  HeaderScanner(const std::string& path, const std::string& text) : path_(path), s_(text) {}
+
+  Header scan() {
+    Header h;
+    skip_space();
+    expect('{', "the header dictionary to start with '{'");
+    for (;;) {
+      skip_space();
+      if (peek() == '}') break;
+      const std::string key = quoted("a quoted key");
+      skip_space();
+      expect(':', "':' after the key '" + key + "'");
+      skip_space();
+      if (key == "descr") {
+        if (h.has_descr) bad("the key 'descr' appears twice");
+        if (peek() != '\'' && peek() != '"')
+          bad("descr must be a string such as '<f4' (structured dtypes are not supported: save a float32 or float64 array)");
+        h.descr = quoted("the descr string");
+        h.has_descr = true;
+      } else if (key == "fortran_order") {
+        if (h.has_order) bad("the key 'fortran_order' appears twice");
+        h.fortran_order = word();
+        if (h.fortran_order != "True" && h.fortran_order != "False") bad("fortran_order must be True or False");
+        h.has_order = true;
+      } else if (key == "shape") {
+        if (h.has_shape) bad("the key 'shape' appears twice");
+        h.shape = tuple();
+        h.has_shape = true;
+      } else {
+        bad("unexpected key '" + key + "' (a .npy header holds exactly descr, fortran_order and shape)");
+      }
+      skip_space();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      if (peek() != '}') bad("expected ',' or '}' after the value of '" + key + "'");
+    }
+    ++i_;  // '}'
+    skip_space();
+    if (i_ != s_.size()) bad("unexpected text after the header dictionary");
+    if (!h.has_descr || !h.has_order || !h.has_shape) fail(path_, "malformed header (needs descr, fortran_order and shape): " + excerpt(0));
+    return h;
   }
-  return shape;
+
+ private:
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void skip_space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  // Up to 60 bytes of the header from `from`, without the padding.
+  std::string excerpt(std::size_t from) const {
+    std::string e = s_.substr(from, 60);
+    const bool cut = e.size() < s_.size() - from && s_.find_first_not_of(" \t\r\n", from + e.size()) != std::string::npos;
+    e.erase(e.find_last_not_of(" \t\r\n") + 1);
+    return cut ? e + "..." : e;
+  }
+  [[noreturn]] void bad(const std::string& why) const {
+    fail(path_, "malformed header at byte " + std::to_string(i_) + ": " + why + "; the header reads: " + excerpt(i_ > 20 ? i_ - 20 : 0));
+  }
+  void expect(char c, const std::string& what) {
+    if (peek() != c) bad("expected " + what);
+    ++i_;
+  }
+  std::string quoted(const std::string& what) {
+    const char q = peek();
+    if (q != '\'' && q != '"') bad("expected " + what);
+    const std::size_t begin = ++i_;
+    while (i_ < s_.size() && s_[i_] != q) {
+      if (s_[i_] == '\\' || s_[i_] == '\n') bad("escapes and line breaks are not allowed in " + what);
+      ++i_;
+    }
+    if (i_ == s_.size()) bad("unterminated string");
+    return s_.substr(begin, i_++ - begin);
+  }
+  std::string word() {
+    const std::size_t begin = i_;
+    while (i_ < s_.size() && std::isalpha(static_cast<unsigned char>(s_[i_]))) ++i_;
+    return s_.substr(begin, i_ - begin);
+  }
+  // A Python tuple of ints: (), (n,), (n, m), (n, m,) ... Each a non-negative decimal integer
+  // without leading zeros (as Python spells them) that fits in a long.
+  std::vector<long> tuple() {
+    std::vector<long> dims;
+    expect('(', "the shape to be a tuple such as (2, 3)");
+    skip_space();
+    while (peek() != ')') {
+      dims.push_back(integer());
+      skip_space();
+      if (peek() == ',') {
+        ++i_;
+        skip_space();
+      } else if (peek() != ')') {
+        bad("expected ',' or ')' after a dimension of the shape (dimensions are plain integers)");
+      }
+    }
+    ++i_;  // ')'
+    return dims;
+  }
+  long integer() {
+    const std::size_t begin = i_;
+    if (!std::isdigit(static_cast<unsigned char>(peek()))) bad("expected a non-negative integer dimension");
+    if (peek() == '0' && i_ + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_ + 1])))
+      bad("a dimension has a leading zero");
+    unsigned long long v = 0;
+    constexpr auto kMax = static_cast<unsigned long long>(std::numeric_limits<long>::max());
+    while (std::isdigit(static_cast<unsigned char>(peek()))) {
+      const unsigned digit = static_cast<unsigned>(s_[i_] - '0');
+      if (v > (kMax - digit) / 10) {
+        std::size_t end = i_;
+        while (std::isdigit(static_cast<unsigned char>(end < s_.size() ? s_[end] : 'x'))) ++end;
+        bad("the dimension " + s_.substr(begin, std::min<std::size_t>(end - begin, 40)) + " is out of range (at most " +
+            std::to_string(kMax) + ")");
+      }
+      v = v * 10 + digit;
+      ++i_;
+    }
+    return static_cast<long>(v);
+  }
+
+  const std::string& path_;
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+std::string shape_text(const std::vector<long>& shape) {
+  std::string t = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) t += (i ? ", " : "") + std::to_string(shape[i]);
+  return t + (shape.size() == 1 ? ",)" : ")");
 }
 
 }  // namespace
 
 NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open file");
+  InputFile in(path, ".npy file");
   char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+  if (in.read(magic, 8) != 8 || std::memcmp(magic, "\x93NUMPY", 6) != 0)
     fail(path, "not a .npy file (missing \\x93NUMPY magic)");
   const int major = static_cast<unsigned char>(magic[6]);
   std::uint32_t header_len = 0;
+  std::uint64_t prefix = 8;
   if (major == 1) {
     unsigned char b[2];
-    if (!in.read(reinterpret_cast<char*>(b), 2)) fail(path, "truncated header");
+    if (in.read(b, 2) != 2) fail(path, "truncated header");
     header_len = b[0] | (b[1] << 8);
+    prefix += 2;
   } else if (major == 2 || major == 3) {
     unsigned char b[4];
-    if (!in.read(reinterpret_cast<char*>(b), 4)) fail(path, "truncated header");
+    if (in.read(b, 4) != 4) fail(path, "truncated header");
     header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24);
+    prefix += 4;
   } else {
     fail(path, "unsupported .npy format version " + std::to_string(major));
   }
-  if (header_len > (1u << 20)) fail(path, "implausible header length");
+  if (header_len > kMaxHeaderBytes)
+    fail(path, "the header claims " + std::to_string(header_len) + " bytes, more than the " + std::to_string(kMaxHeaderBytes) +
+                   " accepted (numpy writes a few hundred): the file is damaged or not written by numpy");
+  if (prefix + header_len > in.size())
+    fail(path, "truncated header: it claims " + std::to_string(header_len) + " bytes, the file holds " +
+                   std::to_string(in.size() - std::min<std::uint64_t>(in.size(), prefix)) + " after the length field");
   std::string header(header_len, '\0');
-  if (!in.read(header.data(), header_len)) fail(path, "truncated header");
+  if (in.read(header.data(), header_len) != header_len) fail(path, "truncated header");
 
-  const std::string descr = header_value(header, "descr");
-  const std::string order = header_value(header, "fortran_order");
-  const std::string shape_text = header_value(header, "shape");
-  if (descr.empty() || order.empty() || shape_text.empty())
-    fail(path, "malformed header (needs descr, fortran_order and shape): " + header);
+  const Header h = HeaderScanner(path, header).scan();
   NpyArray a;
-  const std::string type = descr.substr(1, descr.size() - 2);
+  const std::string& type = h.descr;
   if (type == "<f4" || type == "=f4") a.float64 = false;
   else if (type == "<f8" || type == "=f8") a.float64 = true;
   else fail(path, "element type " + type + " is not supported: save the array as float32 or float64 (little-endian)");
-  if (order == "True")
+  if (h.fortran_order == "True")
     fail(path, "Fortran-order arrays are not supported: save with np.ascontiguousarray(a)");
-  a.shape = parse_shape(path, shape_text);
+  a.shape = h.shape;
   if (a.shape.size() != 2 && a.shape.size() != 3)
     fail(path, "expected a 2-D matrix or a 3-D batch of matrices, got " + std::to_string(a.shape.size()) + " dimensions");
-  std::size_t count = 1;
+  // The size the shape claims, checked against the bytes the file holds before anything is
+  // allocated: a header is never trusted for an allocation.
+  const std::uint64_t width = a.float64 ? 8 : 4;
+  const std::uint64_t data_bytes = in.size() - prefix - header_len;
+  std::uint64_t count = 1;
   for (long d : a.shape) {
-    if (d == 0) fail(path, "an empty dimension (shape " + shape_text + ") holds no matrix");
-    if (count > (std::size_t{1} << 34) / static_cast<std::size_t>(d)) fail(path, "array too large");
-    count *= static_cast<std::size_t>(d);
+    if (d == 0) fail(path, "an empty dimension (shape " + shape_text(a.shape) + ") holds no matrix");
+    const auto ud = static_cast<std::uint64_t>(d);
+    if (count > std::numeric_limits<std::uint64_t>::max() / width / ud)
+      fail(path, "the shape " + shape_text(a.shape) + " is too large: its size overflows 64 bits (the file holds " +
+                     std::to_string(data_bytes) + " bytes of data)");
+    count *= ud;
   }
-  const std::size_t width = a.float64 ? 8 : 4;
-  std::vector<char> raw(count * width);
-  if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size())))
-    fail(path, "truncated data: expected " + std::to_string(count) + " elements");
-  if (in.peek() != std::char_traits<char>::eof()) fail(path, "trailing bytes after the data");
+  if (count * width > data_bytes)
+    fail(path, "truncated data: the shape " + shape_text(a.shape) + " of " + (a.float64 ? "float64" : "float32") + " needs " +
+                   std::to_string(count * width) + " bytes, the file holds " + std::to_string(data_bytes) + " after the header");
+  if (count * width < data_bytes)
+    fail(path, "trailing bytes after the data: the shape " + shape_text(a.shape) + " needs " + std::to_string(count * width) +
+                   " bytes, the file holds " + std::to_string(data_bytes) + " after the header");
   a.values.resize(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (a.float64) {
-      double v;
-      std::memcpy(&v, raw.data() + i * 8, 8);
-      a.values[i] = v;
-    } else {
-      float v;
-      std::memcpy(&v, raw.data() + i * 4, 4);
-      a.values[i] = v;
+  if (a.float64) {
+    if (in.read(a.values.data(), count * 8) != count * 8) fail(path, "truncated data (the file shrank while being read)");
+  } else {
+    std::vector<float> chunk(std::size_t{1} << 16);
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t n = std::min<std::size_t>(chunk.size(), count - done);
+      if (in.read(chunk.data(), n * 4) != n * 4) fail(path, "truncated data (the file shrank while being read)");
+      std::copy_n(chunk.data(), n, a.values.data() + done);
+      done += n;
     }
   }
+  char extra;
+  if (in.read(&extra, 1) != 0) fail(path, "trailing bytes after the data (the file grew while being read)");
   return a;
 }
 
@@ -122,24 +268,34 @@ Batch NpyArray::batch() const {
 void write_file_atomically(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
   const fs::path target(path);
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".nsv-tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write (does the folder exist and is it writable?)");
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error(path + ": write failed (disk full?)");
+  std::string tmp_name = target.filename().string();
+  tmp_name.insert(0, 1, '.');
+  tmp_name += ".nsv-tmp";
+  const fs::path tmp = target.parent_path() / tmp_name;
+  // Every failure keeps the errno of the call that failed (before close/remove can overwrite it),
+  // removes the temporary and leaves the target as it was: it is only ever replaced by rename.
+  const auto give_up = [&](int fd, int err, const std::string& what) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(path + ": " + what + ": " + std::strerror(err));
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int err = errno;
+    throw std::runtime_error(path + ": cannot write (does the folder exist and is it writable?): " + std::strerror(err));
+  }
+  for (std::size_t done = 0; done < contents.size();) {
+    const ::ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      give_up(fd, err, "write failed");
     }
+    done += static_cast<std::size_t>(n);
   }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error(path + ": cannot replace the file: " + ec.message());
-  }
+  if (::fsync(fd) != 0) give_up(fd, errno, "write failed");
+  if (::close(fd) != 0) give_up(-1, errno, "write failed");
+  if (::rename(tmp.c_str(), target.c_str()) != 0) give_up(-1, errno, "cannot replace the file");
 }
 
 namespace {

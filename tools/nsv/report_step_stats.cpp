@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "nsv/coeffs.hpp"
+#include "nsv/input_file.hpp"
 #include "nsv/strategy.hpp"
 #include "report_stats.hpp"
 
@@ -98,8 +98,9 @@ json shard_vs_tp(const StepRuns& steps, const StepOutcome& today) {
 
 // The initializer's standard deviation recorded by tools/make_grads.py, or null.
 json init_std(const std::string& grads_dir) {
-  std::ifstream in(std::filesystem::path(grads_dir) / "grads.json");
-  const json j = json::parse(in, nullptr, false);
+  const std::filesystem::path p = std::filesystem::path(grads_dir) / "grads.json";
+  if (!std::filesystem::exists(p)) return nullptr;
+  const json j = json::parse(read_input_file(p.string(), "gradient description"), nullptr, false);
   if (j.is_discarded() || !j.contains("model") || !j["model"].contains("initializer_range")) return nullptr;
   return j["model"]["initializer_range"];
 }

@@ -1,10 +1,10 @@
 #include "step_engine.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "nsv/backend.hpp"
+#include "nsv/input_file.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
@@ -30,8 +30,7 @@ MatD apply_and_delta(MatD& w, const MatD& update, const MuonConfig& cfg) {
 void read_dims(const std::string& dir, ModelDims& d) {
   const fs::path p = fs::path(dir) / "grads.json";
   if (!fs::exists(p)) return;
-  std::ifstream in(p);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
+  const auto j = nlohmann::json::parse(read_input_file(p.string(), "gradient description"), nullptr, false);
   if (j.is_discarded() || !j.contains("model")) throw std::invalid_argument(p.string() + " is not valid JSON with a \"model\" object");
   const auto& m = j["model"];
   d.name = "grads.json";

@@ -62,8 +62,11 @@ inline float round_to_fp16(float x) {
   constexpr std::int32_t smallest_normal = 0x3880'0000;    // 2^-14
   constexpr std::int32_t overflow_threshold = 0x477f'f000;  // 65520: max + half an ULP, a tie to 2^16
   constexpr std::int32_t infinity = 0x7f80'0000, quiet_nan = 0x7fc0'0000;
-  // Normal range: RNE of the float's 23 fraction bits to fp16's 10, as in round_to_bf16.
-  const std::int32_t normal = (magnitude + 0xfff + ((magnitude >> 13) & 1)) & ~0x1fff;
+  // Normal range: RNE of the float's 23 fraction bits to fp16's 10, as in round_to_bf16. The sum
+  // is unsigned (it passes 2^31 for NaN magnitudes, whose result is not selected): the same
+  // bits as a signed add, without the signed overflow.
+  const std::uint32_t unsigned_magnitude = bits ^ sign;
+  const auto normal = static_cast<std::int32_t>((unsigned_magnitude + 0xfffu + ((unsigned_magnitude >> 13) & 1u)) & ~0x1fffu);
   const std::int32_t special = magnitude > infinity ? quiet_nan : infinity;
   const std::int32_t at_least_normal = magnitude >= overflow_threshold ? special : normal;
   // Subnormal range: fp16's quantum 2^-24 is the ULP of floats in [0.5, 1), so adding 0.5 lets
