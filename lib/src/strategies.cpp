@@ -4,7 +4,6 @@
 #include <string>
 
 #include "nsv/cost_model.hpp"
-#include "nsv/invalid_field.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/per_head.hpp"
 #include "strategies/operand.hpp"
@@ -17,12 +16,13 @@ ShardedMatrix shard_matrix(const MatD& g, const Layout& layout, std::int64_t hea
 
 StrategyRun run_strategy(Strategy s, const Backend& b, const ShardedMatrix& m, const NsConfig& cfg,
                          const StrategyOptions& opt) {
-  if (m.layout.tp() < 1) throw InvalidField("tp", "must be at least 1 (a layout needs a rank), got " + std::to_string(m.layout.tp()));
   if (static_cast<int>(m.shards.size()) != m.layout.tp())
     throw std::invalid_argument("one shard per rank of the layout is required: " + std::to_string(m.shards.size()) +
                                 " shards for " + std::to_string(m.layout.tp()) + " ranks");
-  const std::int64_t rows = m.layout.axis == 0 ? m.layout.dim : m.shards[0].rows();
-  const std::int64_t cols = m.layout.axis == 0 ? m.shards[0].cols() : m.layout.dim;
+  // The unsplit length, from any shard (none at tp = 0, which plan_strategy refuses).
+  const std::int64_t other = m.shards.empty() ? 0 : (m.layout.axis == 0 ? m.shards[0].cols() : m.shards[0].rows());
+  const std::int64_t rows = m.layout.axis == 0 ? m.layout.dim : other;
+  const std::int64_t cols = m.layout.axis == 0 ? other : m.layout.dim;
   StrategyPlan plan = plan_strategy(s, m.layout, rows, cols, m.head_dim, cfg, opt);  // validates; throws if inapplicable
   const StrategyRecord& rec = strategy_record(s);
   auto comm = make_simulated_communicator(m.layout.tp(), opt.order);

@@ -19,13 +19,11 @@ namespace {
 
 using nlohmann::json;
 
-// `nsv audit --config FILE --tp N`'s options (the defaults of cmd_audit.cpp).
+// `nsv audit --config FILE --tp N`'s options: the library's defaults (DeepSpeed's gram NS in fp16
+// on a GPU, SPEC §1.5), which are also the defaults of cmd_audit.cpp's flags.
 AuditOptions audit_options(int tp) {
-  NsOptions ns;
-  ns.dtype = "fp16";  // DeepSpeed's gram NS on a GPU (SPEC §1.5)
   AuditOptions o;
   o.tp = tp;
-  o.ns = ns.config();
   return o;
 }
 

@@ -15,32 +15,29 @@
 namespace nsv::detail {
 namespace {
 
-struct Shape {
-  std::int64_t r = 0, c = 0;
-};
-
-// The Ops of ns_algorithm.hpp on shapes: products give the product's shape, and an all-reduce
-// is counted into the ledger through the communicator's byte model, in the compute dtype as the
-// data backends send it.
+// The Ops of ns_algorithm.hpp on shapes (a matrix is its ShardShape): products give the
+// product's shape, and an all-reduce is counted into the ledger through the communicator's byte
+// model, in the compute dtype as the data backends send it.
 class ShapeOps {
  public:
+  using Shape = ShardShape;
   using Matrix = Shape;
   using Scalar = double;
 
   ShapeOps(Ledger& ledger, DType wire) : ledger_(ledger), wire_(wire) {}
 
   Scalar scalar(double v) const { return v; }
-  std::int64_t rows(const Shape& m) const { return m.r; }
-  std::int64_t cols(const Shape& m) const { return m.c; }
-  Shape gram(const Shape& y) const { return {y.r, y.r}; }
-  Shape square(const Shape& s, Scalar) const { return {s.r, s.r}; }
-  Shape symmetric_product(const Shape& a, const Shape&) const { return {a.r, a.r}; }
-  Shape matmul(const Shape& a, const Shape& b) const { return {a.r, b.c}; }
+  std::int64_t rows(const Shape& m) const { return m.rows; }
+  std::int64_t cols(const Shape& m) const { return m.cols; }
+  Shape gram(const Shape& y) const { return {y.rows, y.rows}; }
+  Shape square(const Shape& s, Scalar) const { return {s.rows, s.rows}; }
+  Shape symmetric_product(const Shape& a, const Shape&) const { return {a.rows, a.rows}; }
+  Shape matmul(const Shape& a, const Shape& b) const { return {a.rows, b.cols}; }
   Shape lincomb(Scalar, const Shape& x, Shape) const { return x; }
   void add_diagonal(Shape&, Scalar) const {}
   void recycle(Shape&&) const {}
   Shape all_reduce(const std::vector<Shape>& parts) const {
-    record_all_reduce(ledger_, parts[0].r * parts[0].c, wire_);
+    record_all_reduce(ledger_, parts[0].rows * parts[0].cols, wire_);
     return parts[0];
   }
 
@@ -58,8 +55,8 @@ StrategyPlan plan(const StrategyRecord& rec, const PlanShape& m, const NsConfig&
     shards.push_back({rows, cols});
   }
   const ShardedFrame frame = sharded_frame(cfg, m.layout.axis, shards, rec.iteration);
-  std::vector<Shape> y;
-  for (const ShardShape& s : shards) y.push_back(frame.transpose ? Shape{s.cols, s.rows} : Shape{s.rows, s.cols});
+  std::vector<ShardShape> y;
+  for (const ShardShape& s : shards) y.push_back(frame.transpose ? ShardShape{s.cols, s.rows} : s);
   if (tp > 1) record_all_reduce(p.ledger, 1, norm_wire_dtype(cfg));  // normalize.cpp: the squared norm
   ShapeOps ops(p.ledger, cfg.dtype);
   ShardedIteration<ShapeOps> it(ops, cfg, y.size());
