@@ -1,11 +1,9 @@
 // The real-gradient Muon step (§5) and amplification (§6) statistics of the report.
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 
 #include "nsv/coeffs.hpp"
-#include "nsv/input_file.hpp"
 #include "nsv/strategy.hpp"
 #include "report_stats.hpp"
 
@@ -96,15 +94,6 @@ json shard_vs_tp(const StepRuns& steps, const StepOutcome& today) {
   return {{"tps", tps}, {"rows", rows}};
 }
 
-// The initializer's standard deviation recorded by tools/make_grads.py, or null.
-json init_std(const std::string& grads_dir) {
-  const std::filesystem::path p = std::filesystem::path(grads_dir) / "grads.json";
-  if (!std::filesystem::exists(p)) return nullptr;
-  const json j = json::parse(read_input_file(p.string(), "gradient description"), nullptr, false);
-  if (j.is_discarded() || !j.contains("model") || !j["model"].contains("initializer_range")) return nullptr;
-  return j["model"]["initializer_range"];
-}
-
 }  // namespace
 
 json step_stats(const StepRuns& steps, const std::string& grads_dir) {
@@ -139,7 +128,7 @@ json step_stats(const StepRuns& steps, const std::string& grads_dir) {
           {"tp", kTp},
           {"dims", {{"hidden", d.hidden}, {"heads", d.heads}, {"kv_heads", d.kv_heads}, {"head_dim", d.head_dim},
                     {"intermediate", d.intermediate}, {"layers", d.layers}, {"vocab", d.vocab}}},
-          {"init_std", init_std(grads_dir)},
+          {"init_std", today->initializer_range ? json(*today->initializer_range) : json(nullptr)},
           {"muon", {{"lr", spec.muon.lr}, {"momentum", spec.muon.beta}, {"nesterov", spec.muon.nesterov},
                     {"kernel", kernel_name(spec.muon.ns.kernel)}, {"ns_steps", spec.muon.ns.steps},
                     {"dtype", dtype_name(spec.muon.ns.dtype)}}},

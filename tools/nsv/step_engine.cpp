@@ -27,12 +27,15 @@ MatD apply_and_delta(MatD& w, const MatD& update, const MuonConfig& cfg) {
   return fp32_delta(w, before);
 }
 
-void read_dims(const std::string& dir, ModelDims& d) {
+// The model's dimensions (and the initializer's standard deviation) from DIR/grads.json.
+void read_description(const std::string& dir, StepOutcome& out) {
   const fs::path p = fs::path(dir) / "grads.json";
   if (!fs::exists(p)) return;
   const auto j = nlohmann::json::parse(read_input_file(p.string(), "gradient description"), nullptr, false);
   if (j.is_discarded() || !j.contains("model")) throw std::invalid_argument(p.string() + " is not valid JSON with a \"model\" object");
   const auto& m = j["model"];
+  if (m.contains("initializer_range") && m["initializer_range"].is_number()) out.initializer_range = m["initializer_range"].get<double>();
+  ModelDims& d = out.dims;
   d.name = "grads.json";
   d.hidden = m.value("hidden_size", d.hidden);
   d.heads = m.value("num_attention_heads", d.heads);
@@ -69,7 +72,7 @@ StepOutcome run_step(const StepSpec& spec) {
     if (!fs::is_directory(spec.grads_dir))
       throw std::invalid_argument("--grads " + spec.grads_dir + " is not a folder (make one with: /usr/bin/python3 tools/make_grads.py --out " +
                                   spec.grads_dir + ")");
-    read_dims(spec.grads_dir, out.dims);
+    read_description(spec.grads_dir, out);
     const int have = available_grad_steps(spec.grads_dir);
     if (have < spec.steps_k)
       throw std::invalid_argument(spec.grads_dir + " holds " + std::to_string(have) + " gradient step folder(s) (step0..), but --steps-k is " +

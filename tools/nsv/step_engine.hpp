@@ -4,6 +4,7 @@
 // parameter by parameter.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,8 @@ struct ParamStep {
 struct StepOutcome {
   ModelDims dims;
   std::string source;
+  // The initializer's standard deviation grads.json records (tools/make_grads.py), when it does.
+  std::optional<double> initializer_range;
   bool real_weights = false;
   std::vector<std::vector<ParamStep>> steps;  // [step][param]
   nlohmann::json to_json(const StepSpec&) const;
