@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <map>
 #include <sstream>
@@ -43,6 +44,21 @@ inline void record_ratio(double measured, double bound) {
   worst = std::max(worst, measured / bound);
 }
 
+// The command that reruns one failing case exactly: RapidCheck's reproduce parameter for it, and
+// every environment setting the draw depends on (the tier's NSV_PROPS_MAX_DIM, the thread counts
+// OpenMP and OpenBLAS run with), then this executable restricted to the property.
+inline std::string replay_command(const std::string& id, const rc::detail::Reproduce& reproduce) {
+  rc::detail::Configuration config = rc::detail::configuration();
+  config.reproduce = {{id, reproduce}};
+  std::ostringstream cmd;
+  cmd << "RC_PARAMS=\"" << rc::detail::configToMinimalString(config) << "\"";
+  for (const char* name : {"NSV_PROPS_MAX_DIM", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    if (const char* value = std::getenv(name)) cmd << ' ' << name << '=' << value;
+  const auto& master = boost::unit_test::framework::master_test_suite();
+  cmd << ' ' << (master.argc > 0 ? master.argv[0] : "<test executable>") << " --run_test=" << id;
+  return cmd.str();
+}
+
 template <class Testable>
 void check_property(Testable&& testable) {
   const auto& test_case = boost::unit_test::framework::current_test_case();
@@ -64,6 +80,9 @@ void check_property(Testable&& testable) {
     std::ostringstream message;
     message << '\n';
     rc::detail::printResultMessage(result, message);
+    if (result.template is<rc::detail::FailureResult>())
+      message << "\nreplay exactly this case (from the build folder's properties/ or anywhere):\n  "
+              << replay_command(metadata.id, result.template get<rc::detail::FailureResult>().reproduce) << '\n';
     BOOST_FAIL(message.str());
   }
 }

@@ -13,6 +13,7 @@
 #include "generators/matrices.hpp"
 #include "generators/shapes.hpp"
 #include "oracle.hpp"
+#include "premises.hpp"
 
 namespace nsv::props {
 namespace {
@@ -263,6 +264,10 @@ NSV_PROPERTY(extreme_magnitudes_are_exact_flagged_or_documented_zero, ()) {
     RC_CLASSIFY(true, "exact: the bits of the unscaled input");
     RC_ASSERT_BIT_IDENTICAL(out, ns(g.values, cfg), cfg.dtype);
   } else {
+    // Finite, unless the kernel itself leaves its basin on this input (fp16/bf16 Gram on an
+    // ill-conditioned input: found on a fresh wide-tier seed, 128x4 of condition 1e4 at 9 steps),
+    // which premises.hpp allows only outside the first-order regime.
+    if (diverged_where_allowed(scaled, cfg, {&out})) return;
     RC_CLASSIFY(true, all_zero ? "underflows to zero" : "finite");
     RC_ASSERT(all_finite(out));
     if (all_zero)

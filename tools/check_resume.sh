@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Demonstrates that `nsv sweep --resume` survives a kill -9 in the middle of a sweep:
 #   1. run a sweep uninterrupted                         -> full.csv
-#   2. run the same sweep again and kill -9 it half-way  -> killed.csv (a prefix of the work)
-#   3. also tear the last row of a copy in half, as a crash inside a write would -> torn.csv
-#   4. resume both with --resume
+#   2. run the same sweep again and kill -9 it half-way  -> killed.csv.partial (the rows done so
+#      far; killed.csv itself is only written, atomically, by a run that completes), and check
+#      that a killed run over an existing file leaves that file as it was
+#   3. also tear the last row of a copy in half, as a crash inside a write would -> torn.csv.partial
+#   4. resume both with --resume, and check that exactly the missing cases ran
 #   5. compare with full.csv: identical except the `seconds` column (the last one: wall time,
 #      the only column that legitimately differs between runs).
 # `--strategy all` is every strategy of the record table; per_head is skipped (no --heads).
@@ -37,38 +39,55 @@ total=$(( $(wc -l <"$WORK/full.csv") - 1 ))
 printf '%d cases in %.1f s\n' "$total" "$(echo "$t1 - $t0" | bc)"
 
 echo "== 2. the same sweep, killed with SIGKILL once about half of the rows are written"
+echo "precious" >"$WORK/killed.csv"  # an existing file the killed run must leave alone
 "$NSV" "${SWEEP[@]}" --threads 2 --out "$WORK/killed.csv" >"$WORK/killed.log" 2>&1 &
 pid=$!
 while kill -0 "$pid" 2>/dev/null; do
   rows=0
-  [[ -f $WORK/killed.csv ]] && rows=$(( $(wc -l <"$WORK/killed.csv") - 1 ))
+  [[ -f $WORK/killed.csv.partial ]] && rows=$(( $(wc -l <"$WORK/killed.csv.partial") - 1 ))
   (( rows >= total / 2 )) && break
   sleep 0.05
 done
 if kill -9 "$pid" 2>/dev/null; then
   wait "$pid" 2>/dev/null || true
-  rows=$(( $(wc -l <"$WORK/killed.csv") - 1 ))
+  rows=$(( $(wc -l <"$WORK/killed.csv.partial") - 1 ))
   echo "killed pid $pid with $rows of $total rows written"
   (( rows < total )) && pass "the sweep was interrupted part-way ($rows/$total rows)" || bad "the sweep finished before the kill"
 else
   wait "$pid" || true
   bad "the sweep finished before it could be killed (make it larger)"
 fi
+[[ $(cat "$WORK/killed.csv") == precious ]] && pass "the existing killed.csv was left as it was by the killed run" \
+  || bad "the killed run changed the existing killed.csv"
+rm "$WORK/killed.csv"
 
 echo "== 3. a torn last row, as a crash inside write(2) would leave"
-cp "$WORK/killed.csv" "$WORK/torn.csv"
+cp "$WORK/killed.csv.partial" "$WORK/torn.csv.partial"
 # Remove the last complete row and put back only its first half (no newline).
-last=$(tail -n 1 "$WORK/torn.csv")
-head -n -1 "$WORK/torn.csv" >"$WORK/torn.tmp"
+last=$(tail -n 1 "$WORK/torn.csv.partial")
+head -n -1 "$WORK/torn.csv.partial" >"$WORK/torn.tmp"
 printf '%s' "${last:0:$(( ${#last} / 2 ))}" >>"$WORK/torn.tmp"
-mv "$WORK/torn.tmp" "$WORK/torn.csv"
-echo "torn.csv ends in: ...$(tail -c 40 "$WORK/torn.csv")   (no newline)"
+mv "$WORK/torn.tmp" "$WORK/torn.csv.partial"
+echo "torn.csv.partial ends in: ...$(tail -c 40 "$WORK/torn.csv.partial")   (no newline)"
+done_killed=$(( $(wc -l <"$WORK/killed.csv.partial") - 1 ))
+done_torn=$(( $(wc -l <"$WORK/torn.csv.partial") - 1 ))  # complete lines only
 
 echo "== 4. resume both"
 "$NSV" "${SWEEP[@]}" --out "$WORK/killed.csv" --resume | tee "$WORK/resume1.log" | grep -E "cases|dropped"
 "$NSV" "${SWEEP[@]}" --out "$WORK/torn.csv" --resume | tee "$WORK/resume2.log" | grep -E "cases|dropped"
 grep -q "dropped a partial last line" "$WORK/resume2.log" && pass "the torn last row was detected and dropped" \
   || bad "the torn row was not reported"
+# The resumed runs ran exactly the cases missing from the partial files (the summary line says
+# "N cases: R run, K resumed ...").
+for pair in "resume1:$done_killed" "resume2:$done_torn"; do
+  log=${pair%%:*} done=${pair##*:}
+  ran=$(sed -nE 's/^[0-9]+ cases: ([0-9]+) run, ([0-9]+) resumed.*/\1 \2/p' "$WORK/$log.log")
+  [[ $ran == "$(( total - done )) $done" ]] && pass "$log ran exactly the $(( total - done )) missing cases and kept $done" \
+    || bad "$log: ran/resumed = '$ran', expected $(( total - done )) run and $done resumed"
+done
+for f in killed torn; do
+  [[ -e $WORK/$f.csv.partial ]] && bad "$f.csv.partial was left behind by a completed run" || pass "$f.csv.partial removed on completion"
+done
 
 echo "== 5. compare with the uninterrupted run (every column but seconds)"
 for f in killed torn; do

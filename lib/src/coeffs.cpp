@@ -1,5 +1,6 @@
 #include "nsv/coeffs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -64,6 +65,11 @@ std::vector<std::string> builtin_schedule_names() {
   return names;
 }
 
+namespace {
+constexpr double kMaxCoefficient = 1000;
+constexpr std::size_t kMaxTriples = 1000;
+}  // namespace
+
 CoeffSchedule load_schedule(const std::string& path) {
   // A regular file only (a FIFO or a folder is refused, never waited on), read whole.
   std::istringstream in;
@@ -91,6 +97,15 @@ CoeffSchedule load_schedule(const std::string& path) {
                                   ": expected exactly three numbers 'a b c'");
     if (!std::isfinite(t.a) || !std::isfinite(t.b) || !std::isfinite(t.c))
       throw std::invalid_argument(path + ":" + std::to_string(number) + ": non-finite coefficient");
+    // Every published schedule's coefficients are below 10 in magnitude (the largest is Polar
+    // Express's first a = 8.29); one far larger overflows the iterate within a step or two and
+    // yields NaN, so it is refused as a typo rather than computed.
+    if (std::max({std::abs(t.a), std::abs(t.b), std::abs(t.c)}) > kMaxCoefficient)
+      throw std::invalid_argument(path + ":" + std::to_string(number) + ": a coefficient above " +
+                                  std::to_string(static_cast<int>(kMaxCoefficient)) + " in magnitude (published schedules stay below 10)");
+    if (schedule.triples.size() == kMaxTriples)
+      throw std::invalid_argument(path + ": more than " + std::to_string(kMaxTriples) +
+                                  " triples (one per step; NS runs at most 1000 steps)");
     schedule.triples.push_back(t);
   }
   if (schedule.triples.empty())

@@ -46,6 +46,16 @@ double unit_roundoff(DType d) {
   return 1.0;
 }
 
+double largest_finite(DType d) {
+  switch (d) {
+    case DType::fp64: return std::numeric_limits<double>::max();
+    case DType::fp32: return std::numeric_limits<float>::max();
+    case DType::bf16: return 0x1.fep127;
+    case DType::fp16: return 65504.0;
+  }
+  return 0.0;
+}
+
 int bytes_per_element(DType d) {
   switch (d) {
     case DType::fp64: return 8;

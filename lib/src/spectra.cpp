@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "nsv/invalid_field.hpp"
 #include "nsv/npy.hpp"
 
 namespace nsv {
@@ -133,6 +134,10 @@ MatD make_matrix(const Spectrum& sp, std::int64_t rows, std::int64_t cols, std::
   switch (sp.kind) {
     case Spectrum::Kind::gaussian: return to_float_values(gaussian_matrix(rows, cols, seed));
     case Spectrum::Kind::lowrank: {
+      if (sp.rank > std::min(rows, cols))
+        throw InvalidField("spectrum", "lowrank:R needs R <= min(rows, cols) = " + std::to_string(std::min(rows, cols)) +
+                                           " for a " + std::to_string(rows) + "x" + std::to_string(cols) + " matrix, got R = " +
+                                           std::to_string(sp.rank));
       const MatD a = gaussian_matrix(rows, sp.rank, seed), b = gaussian_matrix(sp.rank, cols, seed ^ 0x9e3779b97f4a7c15ULL);
       return to_float_values(a * b / std::sqrt(static_cast<double>(sp.rank)));
     }

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Bad input never crashes and never yields silent garbage: every case below must exit non-zero,
 # print a message that names the problem, and leave an existing output file byte for byte as it
-# was. Usage: cli_errors.sh NSV_BINARY (needs /usr/bin/python3 with numpy to write test inputs).
+# was, within a time limit (`timeout`: a hang fails) and a memory limit (`ulimit -v`, default
+# 4 GiB: a run that tries to allocate what the input claims fails instead of swapping).
+# Usage: cli_errors.sh NSV_BINARY (needs /usr/bin/python3 with numpy to write test inputs).
+# NSV_CLI_MEMORY_LIMIT_KB=0 lifts the memory limit (the sanitizer build: ASan reserves terabytes
+# of address space for its shadow memory, which no ulimit -v allows).
 set -u
 nsv="$1"
+memory_limit_kb=${NSV_CLI_MEMORY_LIMIT_KB:-4194304}
+[ "$memory_limit_kb" -gt 0 ] && ulimit -v "$memory_limit_kb"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 py=/usr/bin/python3
@@ -33,6 +39,20 @@ npy("shape_garbage.npy", dims("(2, 3)x"), bytes(24))
 npy("shape_shift.npy", dims("(1<<62, 2)"), bytes(8))
 npy("shape_overflow.npy", dims("(4611686018427387904, 2)"), bytes(8))
 npy("shape_out_of_range.npy", dims("(99999999999999999999, 2)"), bytes(8))
+# Sweep files for --resume: one valid row (written by nsv below), then damaged copies of it.
+import os
+for name, heads in (("heads0", 0), ("heads_nested", "[" * 200 + "]" * 200)):
+    os.makedirs(f"{d}/{name}/step0", exist_ok=True)
+    open(f"{d}/{name}/grads.json", "w").write('{"model": {"hidden_size": 256, "num_attention_heads": %s}}' % heads)
+os.makedirs(f"{d}/badjson/step0", exist_ok=True)
+open(f"{d}/badjson/grads.json", "w").write('{"model": {"hidden_size": 256,')
+os.makedirs(f"{d}/wrongshape/step0", exist_ok=True)
+np.save(f"{d}/wrongshape/step0/q_proj.npy", np.ones((3, 3), dtype=np.float32))
+open(f"{d}/deep.json", "w").write('{"model_type": "llama", "hidden_size": ' + "[" * 100000 + "]" * 100000 + "}")
+open(f"{d}/coeffs_nan.txt", "w").write("3.4445 nan 2.0315\n")
+open(f"{d}/coeffs_many.txt", "w").write("3.4445 -4.7750 2.0315\n" * 1001)
+open(f"{d}/coeffs_blowup.txt", "w").write("1e300 1 1\n")
+open(f"{d}/coeffs_big.txt", "w").write("900 0 0\n")  # allowed, but 900^2 overflows fp16 (65504)
 PY
 mkfifo "$work/fifo"
 mkdir "$work/folder"
@@ -99,6 +119,70 @@ expect_error "FIFO as --config" "fifo.*model config is a named pipe" timeout 10 
 expect_error "folder as --input" "--input.*directory" timeout 10 "$nsv" ns --input "$work/folder" --output "$o"
 expect_error "folder as --coeffs" "folder.*coefficient file is a folder" timeout 10 "$nsv" ns --input "$work/good.npy" --coeffs "$work/folder" --output "$o"
 expect_error "new output not created on error" "truncated" "$nsv" ns --input "$work/truncated.npy" --output "$work/fresh.npy"
+# Numbers validated with the flag, the range and the value (not NaN, not out of range, not absurd).
+expect_error "unknown command" "unknown command 'frobnicate'.*ns, shard" "$nsv" frobnicate
+expect_error "--repeat 0" "--repeat" "$nsv" ns --input "$work/good.npy" --repeat 0
+expect_error "--steps -1" "--steps" "$nsv" ns --input "$work/good.npy" --steps -1
+expect_error "--restart-at -1" "--restart-at: must be an integer between 0 and 1000" "$nsv" ns --input "$work/good.npy" --restart-at -1
+expect_error "--seed -1" "--seed: must be an integer between 0" "$nsv" shard --shape 16x32 --seed -1
+expect_error "--heads 0" "--heads: must be an integer between 1 and" "$nsv" shard --shape 16x32 --heads 0
+expect_error "--grain 0" "--grain: must be an integer between 1 and" "$nsv" shard --shape 16x32 --grain 0
+expect_error "--tp 5000" "--tp" "$nsv" shard --shape 16x32 --tp 5000
+expect_error "--lr nan" "--lr: must be a finite number" "$nsv" step --generate --lr nan
+expect_error "--lr inf" "--lr: must be a finite number" "$nsv" step --generate --lr inf
+expect_error "--momentum 2" "--momentum: must be a finite number between 0 and 1" "$nsv" step --generate --momentum 2
+expect_error "--weight-decay -1" "--weight-decay: must be a finite number" "$nsv" step --generate --weight-decay -1
+expect_error "--tflops nan" "--tflops: must be a finite number" "$nsv" audit --config "$work/nope.json" --tflops nan
+expect_error "--link-gbps 0" "--link-gbps: must be a finite number" "$nsv" audit --config "$work/nope.json" --link-gbps 0
+expect_error "--latency-us -1" "--latency-us: must be a finite number" "$nsv" audit --config "$work/nope.json" --latency-us -1
+expect_error "sweep --threads 100000" "--threads: must be an integer between 1 and 1024" "$nsv" sweep --shapes 16x32 --threads 100000
+expect_error "sweep --threads 0" "--threads: must be an integer between 1 and 1024" "$nsv" sweep --shapes 16x32 --threads 0
+expect_error "report --threads 0" "--threads: must be an integer between 1 and 1024" "$nsv" report --threads 0 --out-dir "$work/report"
+expect_error "sweep --seeds 2000000000" "--seeds: must be an integer between 1 and 100000" "$nsv" sweep --shapes 16x32 --seeds 2000000000
+expect_error "sweep --restart-at 5000" "--restart-at" "$nsv" sweep --shapes 16x32 --restart-at 5000
+expect_error "sweep --axis 2" "--axis" "$nsv" sweep --shapes 16x32 --axis 2
+# Sizes checked before anything is allocated (under ulimit -v these would fail anyway: the
+# message must say what to reduce, not "std::bad_alloc").
+expect_error "shard --shape 65536x65536" "--shape asks for 65536x65536.*needs about .* GiB" "$nsv" shard --shape 65536x65536 --tp 2
+expect_error "sweep --shapes 65536x65536" "--shapes asks for 65536x65536.*needs about" "$nsv" sweep --shapes 65536x65536 --out "$work/out.csv"
+expect_error "lowrank rank above the shape" "--spectrum lowrank:R needs R <= min\(rows, cols\) = 16" "$nsv" shard --shape 16x32 --spectrum lowrank:100000000
+expect_error "step --hidden 1000000" "--hidden asks for a generated layer.*needs about" "$nsv" step --generate --hidden 1000000
+expect_error "sweep with 1.4 million cases" "combinations, more than the 1000000" "$nsv" sweep --shapes 16x16 --seeds 20000 --tp 1,2,4,8 --strategy all --dtype fp32,bf16,fp16
+# Inputs NS cannot orthogonalize, refused in every command (not all-zero "bit-identical" rows).
+expect_error "shard: norm overflows fp32" "overflows fp32.*all zeros" "$nsv" shard --input "$work/huge.npy" --tp 2
+expect_error "shard: NaN input" "NaN or Inf" "$nsv" shard --input "$work/nan.npy" --tp 2
+expect_error "sweep: NaN file spectrum" "NaN or Inf" "$nsv" sweep --shapes 16x32 --spectrum "file:$work/nan.npy" --out "$work/out.csv"
+expect_error "coefficient above 1000" "coefficient above 1000" "$nsv" ns --input "$work/good.npy" --coeffs "$work/coeffs_blowup.txt" --output "$o"
+expect_error "NaN coefficient" "coeffs_nan.txt:1: expected" "$nsv" ns --input "$work/good.npy" --coeffs "$work/coeffs_nan.txt" --output "$o"
+expect_error "1001 coefficient triples" "more than 1000 triples" "$nsv" ns --input "$work/good.npy" --coeffs "$work/coeffs_many.txt" --output "$o"
+expect_error "non-finite result, nothing written" "holds NaN or Inf.*nothing was written" "$nsv" ns --input "$work/good.npy" --kernel standard --dtype fp16 --steps 3 --coeffs "$work/coeffs_big.txt" --output "$work/fresh.npy"
+# An output that is one of the run's inputs is refused before anything runs.
+expect_error "ns --output is --input" "--output .* is the --input file" "$nsv" ns --input "$work/good.npy" --output "$work/good.npy"
+expect_error "sweep --out is the spectrum file" "--out .* is the --spectrum file" "$nsv" sweep --shapes 16x32 --spectrum "file:$work/good.npy" --out "$work/good.npy"
+expect_error "sweep --out is the coefficient file" "--out .* is the --coeffs file" "$nsv" sweep --shapes 16x32 --coeffs "$work/coeffs_nan.txt" --out "$work/coeffs_nan.txt"
+# --resume checks every field of every kept row, and never changes a file it refuses.
+"$nsv" sweep --shapes 8x8 --tp 2 --quiet --out "$work/sweep.csv" >/dev/null || echo "FAIL: could not write the resume fixture"
+damage() {  # $1 name, $2 sed expression applied to the data row
+  { head -n 1 "$work/sweep.csv"; tail -n 1 "$work/sweep.csv" | sed -E "$2"; } >"$work/$1.csv"
+}
+damage cosine7 's/^(([^,]*,){22})[^,]*/\17/'
+damage noncanonical 's/^(([^,]*,){23}[^,]*)/\1e0/'
+damage ranks 's/^(([^,]*,){21})[^,]*/\10.5/'
+damage negative 's/^(([^,]*,){19})[^,]*/\1-1/'
+{ echo "rows,cols,something"; tail -n 1 "$work/sweep.csv"; } >"$work/oldheader.csv"
+cp "$work"/{cosine7,noncanonical,ranks,negative,oldheader}.csv "$work/folder/"
+for f in cosine7:"cosine is outside" noncanonical:"not how nsv writes" ranks:"rel_diff_ranks holds 1 values for tp 2" \
+         negative:"negative" oldheader:"does not start with this version's sweep header"; do
+  expect_error "resume: ${f%%:*}" "${f#*:}" "$nsv" sweep --shapes 8x8 --tp 2 --quiet --resume --out "$work/${f%%:*}.csv"
+  cmp -s "$work/${f%%:*}.csv" "$work/folder/${f%%:*}.csv" || { echo "FAIL: resume ${f%%:*} changed the file"; failed=$((failed + 1)); }
+done
+# Gradient folders: the description is validated field by field, every message names the file.
+expect_error "grads.json: 0 heads" "grads.json: \"model\".num_attention_heads must be between 1" "$nsv" step --grads "$work/heads0"
+expect_error "grads.json: nested value" "num_attention_heads must be a positive integer, got a JSON array" "$nsv" step --grads "$work/heads_nested"
+expect_error "grads.json: invalid JSON" "grads.json is not valid JSON" "$nsv" step --grads "$work/badjson"
+expect_error "gradient of the wrong shape" "wrongshape/step0/q_proj.npy is 3x3" "$nsv" step --grads "$work/wrongshape"
+expect_error "--grads not a folder" "no gradient folder" "$nsv" step --grads "$work/good.npy"
+expect_error "config: deeply nested value" "config|hidden_size" timeout 20 "$nsv" audit --config "$work/deep.json" --tp 2
 [ -e "$work/missing" ] && { echo "FAIL: a failed write created $work/missing"; failed=$((failed + 1)); }
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

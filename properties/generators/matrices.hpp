@@ -60,12 +60,16 @@ struct TestMatrix {
   MatD values;
 };
 
+// A counterexample prints its values exactly up to this many elements (e.g. 128 x 2); a larger
+// one prints its shape and spectrum, and its replay line (check.hpp) regenerates its values.
+inline constexpr Eigen::Index kPrintedElements = 256;
+
 inline void showValue(const TestMatrix& m, std::ostream& os) {
   os << "TestMatrix ";
   showValue(m.shape, os);
   os << ", ";
   showValue(m.spectrum, os);
-  if (m.values.size() <= 16) {
+  if (m.values.size() <= kPrintedElements) {
     os << ", values (hexfloat, row-major):";
     for (Eigen::Index i = 0; i < m.values.size(); ++i) os << ' ' << std::hexfloat << m.values.data()[i];
     os << std::defaultfloat;

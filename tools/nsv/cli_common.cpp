@@ -1,3 +1,4 @@
+#include "cli_checks.hpp"
 #include "cli_common.hpp"
 
 #include <algorithm>
@@ -15,7 +16,8 @@ void NsOptions::add_to(CLI::App& cmd) {
                  "n x n products: symmetric (upper triangle, mirrored; fast) | full (both triangles, PyTorch's bits)")
       ->check(CLI::IsMember({"symmetric", "full"}))->capture_default_str();
   cmd.add_option("--coeffs", coeffs, "coefficient schedule: keller | you | polar_express | FILE of 'a b c' lines")->capture_default_str();
-  cmd.add_option("--restart-at", restart_at, "gram kernel: restart step (outside 1..steps-1 = never)")->capture_default_str();
+  cmd.add_option("--restart-at", restart_at, "gram kernel: restart step (0, or steps or more = never)")
+      ->check(integer_in(0, 1000))->capture_default_str();
 }
 
 NsConfig NsOptions::config() const {
@@ -34,10 +36,13 @@ NsConfig NsOptions::config() const {
 }  // namespace nsv::cli
 
 #include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
 #include <stdexcept>
 
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/resources.hpp"
 #include "nsv/spectra.hpp"
 
 namespace nsv::cli {
@@ -61,7 +66,7 @@ void MatrixSource::add_to(CLI::App& cmd) {
   auto* sh = cmd.add_option("--shape", shape, "generate a ROWSxCOLS matrix instead of reading one");
   in->excludes(sh);
   cmd.add_option("--spectrum", spectrum, "generated matrix: gaussian | lowrank:R | powerlaw:ALPHA")->capture_default_str();
-  cmd.add_option("--seed", seed, "seed of the generated matrix")->capture_default_str();
+  cmd.add_option("--seed", seed, "seed of the generated matrix")->check(integer_in(0, kMaxSeed))->capture_default_str();
 }
 
 MatD MatrixSource::load() const {
@@ -71,15 +76,36 @@ MatD MatrixSource::load() const {
     g = read_npy(input).matrix();
   } else {
     const auto [r, c] = parse_shape(shape);
+    require_memory(ns_working_bytes(r, c), "shape", shape + " (Newton-Schulz of a float64 matrix of that shape)");
     g = make_matrix(parse_spectrum(spectrum), r, c, seed);
   }
-  if (!all_finite(g))
-    throw std::invalid_argument(describe() + " holds NaN or Inf: NS of a non-finite matrix is non-finite (Muon skips such a step)");
   return g;
 }
 
 std::string MatrixSource::describe() const {
   return input.empty() ? shape + " " + spectrum + " seed " + std::to_string(seed) : input;
+}
+
+void require_normalizable(const MatD& m, const NsConfig& cfg, const std::string& what) {
+  if (!all_finite(m))
+    throw std::invalid_argument(what + ": the matrix holds NaN or Inf; NS of a non-finite matrix is non-finite "
+                                       "(Muon skips such a step). Clean the input first.");
+  const DType nd = normalization_dtype(cfg);
+  if (const double norm = m.norm(); norm > largest_finite(nd))
+    throw std::invalid_argument(what + ": the Frobenius norm " + fmt::format("{:.4g}", norm) + " overflows " +
+                                std::string(dtype_name(nd)) + ", the dtype the " + std::string(kernel_name(cfg.kernel)) +
+                                " kernel normalizes in, so the result would be all zeros; scale the input down");
+}
+
+void refuse_output_over_inputs(const std::string& output_flag, const std::string& output,
+                               const std::vector<std::pair<std::string, std::string>>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (output.empty() || !fs::exists(output, ec)) return;  // a new file cannot be an existing input
+  for (const auto& [flag, path] : inputs)
+    if (!path.empty() && fs::equivalent(output, path, ec))
+      throw std::invalid_argument(output_flag + " " + output + " is the " + flag + " file of this run: writing the result "
+                                  "there would destroy the input; choose another " + output_flag);
 }
 
 std::vector<std::string> strategy_choices(bool whole_target_only) {

@@ -35,6 +35,17 @@ struct MatrixSource {
   std::string describe() const;
 };
 
+// Refuses (std::invalid_argument naming `what`) a matrix NS cannot orthogonalize meaningfully: one
+// holding NaN or Inf, or one whose Frobenius norm overflows the dtype the kernel normalizes in
+// (the division by an infinite norm turns the whole result into zeros, as DeepSpeed's kernels do).
+void require_normalizable(const MatD&, const NsConfig&, const std::string& what);
+
+// Refuses an output path that is one of the run's inputs (the same file under any name), before
+// anything runs: a failed or finished run must never have destroyed its own input.
+// inputs: (flag, path) pairs; paths that do not name an existing file are ignored.
+void refuse_output_over_inputs(const std::string& output_flag, const std::string& output,
+                               const std::vector<std::pair<std::string, std::string>>& inputs);
+
 // "512x1024" -> {512, 1024}; throws std::invalid_argument saying the expected form.
 std::pair<std::int64_t, std::int64_t> parse_shape(const std::string&);
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "cli_checks.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "nsv/audit.hpp"
@@ -66,21 +67,21 @@ void add_audit_command(CLI::App& app) {
   cmd->add_option("--config", st->config, "the model's config.json")->required();
   cmd->add_option("--tp", st->tp, "tensor-parallel degree")->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule (MLP matrices): 1 training, 64 inference")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(integer_in(1, kMaxCount))->capture_default_str();
   st->ns.dtype = "fp16";  // DeepSpeed's gram NS on a GPU (SPEC §1.5)
   st->ns.add_to(*cmd);
   cmd->add_option("--latency-us", st->cost.latency_us, "alpha: latency per message, microseconds (assumed NCCL intra-node order)")
-      ->capture_default_str();
+      ->check(finite_in(0, 1e9))->capture_default_str();
   cmd->add_option("--link-gbps", st->cost.link_gbps, "beta: link bandwidth per direction, GB/s (NVLink 4 on H100/H200: 450)")
-      ->capture_default_str();
+      ->check(finite_in(1e-6, 1e9))->capture_default_str();
   cmd->add_option("--tflops", st->cost.tflops,
                   "GEMM throughput per rank, TFLOP/s (H200 dense FP16/BF16 tensor-core peak: 989; FP32: ~67, TF32: ~494)")
-      ->capture_default_str();
+      ->check(finite_in(1e-6, 1e9))->capture_default_str();
   cmd->add_flag("--measure", st->measure, "measure the `shard` divergence of every matrix (Gaussian gradient; CPU reference)");
   cmd->add_option("--measure-max-elements", st->measure_max_elements,
                   "with --measure: larger matrices are measured on a scaled-down proxy with the same aspect ratio and heads")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--seed", st->seed, "seed of the measured gradients")->capture_default_str();
+      ->check(integer_in(1, std::int64_t{1} << 30))->capture_default_str();
+  cmd->add_option("--seed", st->seed, "seed of the measured gradients")->check(integer_in(0, kMaxSeed))->capture_default_str();
   cmd->add_option("--backend", st->backend, "backend of --measure: cpu | cuda")->capture_default_str();
   auto* j = cmd->add_flag("--json", st->json, "machine-readable output (schema nsv.audit/1)");
   auto* m = cmd->add_flag("--markdown", st->markdown, "markdown tables (for reports)");

@@ -1,7 +1,6 @@
 // nsv ns: the kernel on one matrix or a batch, with optional timing.
 #include <algorithm>
 #include <fmt/format.h>
-#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -22,9 +21,10 @@ struct NsCommand {
   NsOptions ns;
   std::string input, output, backend = "cpu";
   int repeat = 1;
-  bool json = false;
+  bool json = false, allow_non_finite = false;
 
   void run() const {
+    refuse_output_over_inputs("--output", output, {{"--input", input}, {"--coeffs", ns.coeffs}});
     const NsConfig cfg = ns.config();
     std::vector<long> shape;
     const Batch batch = [&] {  // the parsed array goes as soon as it is copied into matrices
@@ -32,22 +32,7 @@ struct NsCommand {
       shape = array.shape;
       return array.batch();
     }();
-    const DType nd = normalization_dtype(cfg);
-    const double largest = nd == DType::fp64 ? std::numeric_limits<double>::max()
-                           : nd == DType::fp32 ? double(std::numeric_limits<float>::max())
-                           : nd == DType::bf16 ? double(std::numeric_limits<Eigen::bfloat16>::max())
-                                               : double(std::numeric_limits<Eigen::half>::max());
-    for (const auto& m : batch) {
-      if (!all_finite(m))
-        throw std::invalid_argument(input + ": the input holds NaN or Inf; NS of a non-finite matrix is non-finite "
-                                            "(Muon skips such a step). Clean the input first.");
-      // The kernel divides by the norm in the normalization dtype: an overflowing norm turns the
-      // whole result into zeros (DeepSpeed's kernels do the same). Refuse rather than write them.
-      if (const double norm = m.norm(); norm > largest)
-        throw std::invalid_argument(input + ": the Frobenius norm " + fmt::format("{:.4g}", norm) + " overflows " +
-                                    std::string(dtype_name(nd)) + ", the dtype the " + std::string(kernel_name(cfg.kernel)) +
-                                    " kernel normalizes in, so the result would be all zeros; scale the input down");
-    }
+    for (const auto& m : batch) require_normalizable(m, cfg, input);
     const auto engine = make_backend(backend);
     std::vector<double> seconds;
     Batch result;
@@ -66,6 +51,10 @@ struct NsCommand {
       norm2 += result[i].squaredNorm();
       finite = finite && all_finite(result[i]);
     }
+    if (!finite && !allow_non_finite)
+      throw std::runtime_error("the result holds NaN or Inf (the iteration overflowed " + std::string(dtype_name(cfg.dtype)) +
+                               "); nothing was written. Use a wider --dtype or another --coeffs, or pass --allow-non-finite "
+                               "to write it anyway");
     if (!output.empty()) {
       const bool wide = cfg.dtype == DType::fp64;
       if (shape.size() == 2) write_npy(output, result[0], wide);
@@ -98,6 +87,8 @@ void add_ns_command(CLI::App& app) {
   cmd->add_option("--repeat", cmd_state->repeat, "run R times, report the median time")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_option("--backend", cmd_state->backend, "cpu | cuda | cuda-tf32 (TF32 GEMMs) | cuda-batched (strided-batched GEMMs)")->capture_default_str();
   cmd->add_flag("--json", cmd_state->json, "machine-readable summary on stdout");
+  cmd->add_flag("--allow-non-finite", cmd_state->allow_non_finite,
+                "write the result and exit 0 even when it holds NaN or Inf (studies of blow-ups); by default that is an error");
   cmd->callback([cmd_state] { cmd_state->run(); });
 }
 

@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/strategy.hpp"
@@ -214,7 +215,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--render-script", st->render_script, "the README renderer")->capture_default_str();
   cmd->add_flag("--no-plots", st->no_plots, "skip the figures");
   cmd->add_flag("--resume", st->resume, "continue interrupted sweeps from the CSVs already in --out-dir");
-  cmd->add_option("--threads", st->threads, "OpenMP threads (default: OMP_NUM_THREADS or all cores)");
+  cmd->add_option("--threads", st->threads, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")->check(thread_count());
   cmd->add_flag("--quiet", st->quiet, "no progress output");
   cmd->callback([st] { st->run(); });
 }

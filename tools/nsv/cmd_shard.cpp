@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "cli_checks.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "nsv/backend.hpp"
@@ -28,6 +29,7 @@ struct ShardCommand {
   void run() const {
     const NsConfig cfg = ns.config();
     const MatD g = source.load();
+    require_normalizable(g, cfg, source.describe());  // every shard's norm is at most the whole's
     const Strategy s = parse_strategy(strategy);
     const Target t = target.empty() ? natural_target(s) : parse_target(target);
     const std::int64_t dim = axis == 0 ? g.rows() : g.cols();
@@ -75,9 +77,9 @@ void add_shard_command(CLI::App& app) {
   cmd->add_option("--tp", st->tp, "tensor-parallel degree")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--axis", st->axis, "split axis: 0 = rows (column-parallel: q/k/v, gate/up), 1 = cols (row-parallel: o, down)")
       ->check(CLI::IsMember({0, 1}))->capture_default_str();
-  cmd->add_option("--heads", st->heads, "attention heads laid along the split axis (head-aligned shards)")->check(CLI::PositiveNumber);
-  cmd->add_option("--kv-heads", st->kv_heads, "KV heads (GQA); shards are cut on KV-group boundaries (default: --heads)")->check(CLI::PositiveNumber);
-  cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule: 1 training, 64 inference")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--heads", st->heads, "attention heads laid along the split axis (head-aligned shards)")->check(integer_in(1, kMaxCount));
+  cmd->add_option("--kv-heads", st->kv_heads, "KV heads (GQA); shards are cut on KV-group boundaries (default: --heads)")->check(integer_in(1, kMaxCount));
+  cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule: 1 training, 64 inference")->check(integer_in(1, kMaxCount))->capture_default_str();
   cmd->add_option("--strategy", st->strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
   cmd->add_option("--target", st->target, "compare against: whole | per_head (default: the strategy's own semantics)")
       ->check(CLI::IsMember({"whole", "per_head"}));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "cli_checks.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "step_engine.hpp"
@@ -89,12 +90,12 @@ void add_step_command(CLI::App& app) {
   cmd->add_option("--grads", st->grads,
                   "folder with step0/<name>.npy ... (+ weights/, grads.json) from tools/make_grads.py (default: fixtures/grads)");
   cmd->add_flag("--generate", st->generate, "use generated Gaussian gradients instead of a folder");
-  cmd->add_option("--seed", st->spec.seed, "seed of the generated gradients")->capture_default_str();
-  cmd->add_option("--hidden", st->spec.dims.hidden, "generated: hidden size")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--heads", st->spec.dims.heads, "generated: attention heads")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--kv-heads", st->spec.dims.kv_heads, "generated: KV heads")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--head-dim", st->spec.dims.head_dim, "generated: head dimension")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--intermediate", st->spec.dims.intermediate, "generated: MLP intermediate size")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seed", st->spec.seed, "seed of the generated gradients")->check(integer_in(0, kMaxSeed))->capture_default_str();
+  cmd->add_option("--hidden", st->spec.dims.hidden, "generated: hidden size")->check(integer_in(1, kMaxCount))->capture_default_str();
+  cmd->add_option("--heads", st->spec.dims.heads, "generated: attention heads")->check(integer_in(1, kMaxCount))->capture_default_str();
+  cmd->add_option("--kv-heads", st->spec.dims.kv_heads, "generated: KV heads")->check(integer_in(1, kMaxCount))->capture_default_str();
+  cmd->add_option("--head-dim", st->spec.dims.head_dim, "generated: head dimension")->check(integer_in(1, kMaxCount))->capture_default_str();
+  cmd->add_option("--intermediate", st->spec.dims.intermediate, "generated: MLP intermediate size")->check(integer_in(1, kMaxCount))->capture_default_str();
   cmd->add_option("--tp", st->spec.tp, "tensor-parallel degree N compared with tp=1")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--steps-k", st->spec.steps_k, "Muon steps (momentum carried), one gradient folder each")->check(CLI::Range(1, 1000))->capture_default_str();
   cmd->add_option("--strategy", st->spec.strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
@@ -104,9 +105,9 @@ void add_step_command(CLI::App& app) {
       ->check(CLI::IsMember({"rank", "reverse", "ring", "tree"}))->capture_default_str();
   cmd->add_option("--scale-from", st->scale_from, "sqrt(rows/cols) scale from the local shard (DeepSpeed today) or the global shape")
       ->check(CLI::IsMember({"local", "global"}))->capture_default_str();
-  cmd->add_option("--lr", st->lr, "learning rate")->capture_default_str();
-  cmd->add_option("--momentum", st->momentum, "momentum beta")->capture_default_str();
-  cmd->add_option("--weight-decay", st->weight_decay, "decoupled weight decay")->capture_default_str();
+  cmd->add_option("--lr", st->lr, "learning rate")->check(finite_in(0, 1e6))->capture_default_str();
+  cmd->add_option("--momentum", st->momentum, "momentum beta")->check(finite_in(0, 1))->capture_default_str();
+  cmd->add_option("--weight-decay", st->weight_decay, "decoupled weight decay")->check(finite_in(0, 1e6))->capture_default_str();
   cmd->add_flag("--no-nesterov", st->no_nesterov, "plain momentum instead of Nesterov");
   cmd->add_flag("--json", st->json, "machine-readable output");
   cmd->callback([st] { st->run(); });

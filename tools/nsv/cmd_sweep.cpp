@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "sweep_engine.hpp"
+#include "sweep_resume.hpp"
 
 namespace nsv::cli {
 namespace {
@@ -56,6 +58,12 @@ struct SweepCommand {
 
   void run() const {
     if (resume && out.empty()) throw std::invalid_argument("--resume needs --out FILE.csv (the file to continue)");
+    std::vector<std::pair<std::string, std::string>> inputs;
+    for (const auto& sp : spec.spectra)
+      if (sp.rfind("file:", 0) == 0) inputs.emplace_back("--spectrum", sp.substr(5));
+    for (const auto& c : spec.coeffs) inputs.emplace_back("--coeffs", c);
+    refuse_output_over_inputs("--out", out, inputs);
+    refuse_output_over_inputs("--out", partial_sweep_path(out), inputs);
     SweepRunOptions opt;
     opt.out = out;
     opt.resume = resume;
@@ -86,32 +94,34 @@ void add_sweep_command(CLI::App& app) {
       "parallel over cases; one CSV row per case, resumable");
   auto& s = st->spec;
   cmd->add_option("--shapes", s.shapes, "ROWSxCOLS list, e.g. 256x256,512x1024")->delimiter(',')->capture_default_str();
-  cmd->add_option("--tp", s.tps, "tensor-parallel degrees, e.g. 1,2,4,8")->delimiter(',')->capture_default_str();
-  cmd->add_option("--axis", s.axes, "split axes: 0 = rows (column-parallel), 1 = cols (row-parallel)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--tp", s.tps, "tensor-parallel degrees, e.g. 1,2,4,8")->delimiter(',')->check(integer_in(1, 4096))->capture_default_str();
+  cmd->add_option("--axis", s.axes, "split axes: 0 = rows (column-parallel), 1 = cols (row-parallel)")->delimiter(',')->check(integer_in(0, 1))->capture_default_str();
   cmd->add_option("--kernel", s.kernels, "standard,gram")->delimiter(',')->capture_default_str();
   cmd->add_option("--strategy", s.strategies,
                   strategy_names(",") + " or " + std::string(kEveryStrategy) +
                       " (per_head needs --heads; skipped on axis 1)")->delimiter(',')->capture_default_str();
   cmd->add_option("--dtype", s.dtypes, "compute dtypes: fp64,fp32,bf16,fp16")->delimiter(',')->capture_default_str();
-  cmd->add_option("--steps", s.steps, "NS step counts, e.g. 1,3,5")->delimiter(',')->capture_default_str();
+  cmd->add_option("--steps", s.steps, "NS step counts, e.g. 1,3,5")->delimiter(',')->check(integer_in(0, 1000))->capture_default_str();
   cmd->add_option("--spectrum", s.spectra, "gaussian,lowrank:R,powerlaw:ALPHA,file:PATH (a file applies to its own shape)")
       ->delimiter(',')->capture_default_str();
-  cmd->add_option("--seeds", s.seeds, "N: seeds 0..N-1 of the generated matrices")->capture_default_str();
+  cmd->add_option("--seeds", s.seeds, "N: seeds 0..N-1 of the generated matrices")->check(integer_in(1, kMaxSweepSeeds))->capture_default_str();
   cmd->add_option("--reduction-order", s.orders,
                   "all-reduce orders: rank,reverse,ring,tree (only the all-reduce strategies vary with it)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--coeffs", s.coeffs, "coefficient schedules: keller,you,polar_express,FILE")->delimiter(',')->capture_default_str();
-  cmd->add_option("--heads", s.heads, "attention heads along the split axis: head-aligned shards, enables per_head");
-  cmd->add_option("--kv-heads", s.kv_heads, "KV heads (GQA): shards cut on KV-group boundaries (default: --heads)");
-  cmd->add_option("--grain", s.grain, "tp_grain_size of the grain rule (1 training, 64 inference)")->capture_default_str();
+  cmd->add_option("--heads", s.heads, "attention heads along the split axis: head-aligned shards, enables per_head")->check(integer_in(1, kMaxCount));
+  cmd->add_option("--kv-heads", s.kv_heads, "KV heads (GQA): shards cut on KV-group boundaries (default: --heads)")->check(integer_in(1, kMaxCount));
+  cmd->add_option("--grain", s.grain, "tp_grain_size of the grain rule (1 training, 64 inference)")->check(integer_in(1, kMaxCount))->capture_default_str();
   cmd->add_option("--accumulate", s.accumulate, "GEMM accumulation: fp32 | compute")->capture_default_str();
   cmd->add_option("--products", s.products, "n x n products: symmetric (fast) | full (PyTorch's bits)")
       ->check(CLI::IsMember({"symmetric", "full"}))->capture_default_str();
-  cmd->add_option("--restart-at", s.restart_at, "gram kernel restart step")->capture_default_str();
-  cmd->add_option("--out", st->out, "CSV file: one row per case (rows appended as cases finish, sorted into case order at the end)");
+  cmd->add_option("--restart-at", s.restart_at, "gram kernel restart step (0, or steps or more = never)")->check(integer_in(0, 1000))->capture_default_str();
+  cmd->add_option("--out", st->out,
+                  "CSV file: one row per case, in case order, written when the sweep completes (rows are appended to "
+                  "FILE.partial as cases finish; a failed or killed run leaves FILE as it was)");
   cmd->add_flag("--resume", st->resume,
-                "continue an interrupted sweep: keep the rows already in --out, drop a partial last line, run the rest");
-  cmd->add_option("--threads", st->threads, "OpenMP threads over cases (default: OMP_NUM_THREADS or all cores)");
+                "continue an interrupted sweep: keep the rows already in --out and --out.partial, drop a partial last line, run the rest");
+  cmd->add_option("--threads", st->threads, "OpenMP threads over cases (default: OMP_NUM_THREADS or all cores)")->check(thread_count());
   cmd->add_flag("--json", st->json, "print every case and a summary as JSON on stdout");
   cmd->add_flag("--quiet", st->quiet, "no progress bar");
   cmd->callback([st] { st->run(); });

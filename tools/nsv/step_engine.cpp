@@ -1,13 +1,16 @@
 #include "step_engine.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
+#include "grads_description.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/input_file.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/resources.hpp"
 #include "nsv/spectra.hpp"
 #include "nsv/strategies.hpp"
 
@@ -31,18 +34,24 @@ MatD apply_and_delta(MatD& w, const MatD& update, const MuonConfig& cfg) {
 void read_description(const std::string& dir, StepOutcome& out) {
   const fs::path p = fs::path(dir) / "grads.json";
   if (!fs::exists(p)) return;
-  const auto j = nlohmann::json::parse(read_input_file(p.string(), "gradient description"), nullptr, false);
-  if (j.is_discarded() || !j.contains("model")) throw std::invalid_argument(p.string() + " is not valid JSON with a \"model\" object");
-  const auto& m = j["model"];
-  if (m.contains("initializer_range") && m["initializer_range"].is_number()) out.initializer_range = m["initializer_range"].get<double>();
-  ModelDims& d = out.dims;
-  d.name = "grads.json";
-  d.hidden = m.value("hidden_size", d.hidden);
-  d.heads = m.value("num_attention_heads", d.heads);
-  d.kv_heads = m.value("num_key_value_heads", d.heads);
-  d.head_dim = m.value("head_dim", d.hidden / d.heads);
-  d.intermediate = m.value("intermediate_size", d.intermediate);
-  d.vocab = m.value("vocab_size", d.vocab);
+  const GradsDescription d = parse_grads_description(read_input_file(p.string(), "gradient description"), p.string(), out.dims);
+  out.dims = d.dims;
+  out.initializer_range = d.initializer_range;
+}
+
+// Generated gradients are allocated from the dimensions alone: check they fit first. Per matrix
+// the engine holds steps_k gradients, the weights and 6 state copies (3 momenta, 3 weights), and
+// the whole-matrix and sharded NS of one matrix at a time.
+void require_generated_model_fits(const std::vector<MuonParam>& params, int steps_k) {
+  std::uint64_t bytes = 0, largest_ns = 0;
+  for (const MuonParam& p : params) {
+    const std::uint64_t copies = static_cast<std::uint64_t>(steps_k) + 7;
+    bytes += saturating_product(saturating_product(copies, static_cast<std::uint64_t>(p.elements())), sizeof(double));
+    largest_ns = std::max(largest_ns, ns_working_bytes(p.rows, p.cols));
+  }
+  require_memory(bytes + largest_ns, "hidden",
+                 "a generated layer of " + std::to_string(params.size()) + " Muon matrices (hidden, heads, head dim and intermediate "
+                 "size fix their shapes)");
 }
 
 }  // namespace
@@ -79,6 +88,7 @@ StepOutcome run_step(const StepSpec& spec) {
                                   std::to_string(spec.steps_k));
   }
   const auto params = llama_layer_params(out.dims);
+  if (spec.grads_dir.empty()) require_generated_model_fits(params, spec.steps_k);
   const auto backend = make_cpu_backend();
 
   // Load (or generate) everything first, so a missing or malformed file fails before any work.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
@@ -130,7 +131,8 @@ SweepRow run_case(const SweepCase& c, const Backend& b, const MatD& g, const Mat
     row.norm_ratio /= counted;
   }
   for (int k : cmp.collectives) row.collectives += k;
-  row.bit_identical = cmp.bit_identical;
+  // Bits can agree on NaN too; a case whose outputs are not finite is not called bit-identical.
+  row.bit_identical = cmp.bit_identical && std::isfinite(cmp.rel_diff_max);
   return decode_sweep_row(encode_sweep_row(row));  // as the CSV holds it, so it equals the row a resume reads back
 }
 
@@ -147,7 +149,7 @@ void run_cases(const SweepPlan& plan, const std::vector<std::size_t>& pending, c
     rows[c.index] = std::move(row);
   });
   if (!error.empty())
-    throw std::runtime_error(error + (opt.out.empty() ? "" : " (the cases completed so far are in " + opt.out +
+    throw std::runtime_error(error + (opt.out.empty() ? "" : " (the cases completed so far are in " + partial_sweep_path(opt.out) +
                                                                   "; fix the cause and rerun with --resume)"));
 }
 
@@ -182,8 +184,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt) {
   // Finalize: every row in case order, in memory and in the file.
   for (auto& r : rows) outcome.rows.push_back(std::move(*r));
   if (file) {
-    file.reset();  // closes the append handle before the rewrite replaces the file
-    write_sweep_file(opt.out, outcome.rows);
+    file.reset();  // closes the append handle
+    finish_sweep_file(opt.out, outcome.rows);
   }
   outcome.seconds = seconds_since(t0);
   return outcome;

@@ -7,7 +7,9 @@
 
 #include "cli_common.hpp"
 #include "nsv/layout.hpp"
+#include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/resources.hpp"
 #include "nsv/spectra.hpp"
 
 namespace nsv::cli {
@@ -54,9 +56,28 @@ struct ParsedSpec {
   std::vector<CoeffSchedule> schedules;
   std::vector<Spectrum> spectra;
   std::map<std::string, Shape> file_shapes;  // file spectrum path -> the file's matrix shape
+  std::map<std::string, double> file_norms;  // file spectrum path -> its Frobenius norm
   Accumulate accumulate = Accumulate::fp32;
   Products products = Products::symmetric;
 };
+
+// The sweep's size, checked before the cases are expanded: the number of combinations of the
+// lists (each a SweepCase in memory) and the memory of the largest shape's Newton-Schulz.
+constexpr std::uint64_t kMaxCombinations = 1'000'000;
+
+void require_plan_fits(const SweepSpec& spec, const ParsedSpec& p) {
+  std::uint64_t combinations = 1;
+  for (const std::size_t n : {p.shapes.size(), p.spectra.size(), static_cast<std::size_t>(spec.seeds), p.kernels.size(),
+                              p.dtypes.size(), spec.steps.size(), p.schedules.size(), spec.tps.size(), spec.axes.size(),
+                              p.strategies.size(), p.orders.size()})
+    combinations = saturating_product(combinations, n);
+  if (combinations > kMaxCombinations)
+    throw std::invalid_argument("the lists and --seeds make " + std::to_string(combinations) + " combinations, more than the " +
+                                std::to_string(kMaxCombinations) + " one sweep runs: reduce --seeds or split the sweep");
+  for (const auto& [rows, cols] : p.shapes)
+    require_memory(ns_working_bytes(rows, cols), "shapes",
+                   std::to_string(rows) + "x" + std::to_string(cols) + " (Newton-Schulz of a float64 matrix of that shape)");
+}
 
 ParsedSpec parse_spec(const SweepSpec& spec) {
   check_ranges(spec);
@@ -87,9 +108,12 @@ ParsedSpec parse_spec(const SweepSpec& spec) {
     const Spectrum& sp = p.spectra.back();
     if (sp.kind == Spectrum::Kind::file) {
       const MatD m = read_npy(sp.path).matrix();
+      if (!all_finite(m)) throw std::invalid_argument("--spectrum file:" + sp.path + ": the matrix holds NaN or Inf");
       p.file_shapes[sp.path] = {m.rows(), m.cols()};
+      p.file_norms[sp.path] = m.norm();
     }
   }
+  require_plan_fits(spec, p);
   // Heads lie along the split axis (q/k/v on dim 0, o_proj on dim 1): they must divide it.
   if (spec.heads > 0)
     for (const auto& [r, c] : p.shapes)
@@ -110,7 +134,11 @@ std::string sweep_skip_reason(const SweepCase& c, const Spectrum& spectrum, cons
     if (p.file_shapes.at(spectrum.path) != Shape{c.rows, c.cols})
       return "file spectrum: the file's matrix has another shape than this --shapes entry";
     if (c.seed > 0) return "file spectrum: a file is one matrix, seeds after 0 would repeat it";
+    if (p.file_norms.at(spectrum.path) > largest_finite(normalization_dtype(c.ns)))
+      return "file spectrum: the matrix's norm overflows the dtype the kernel normalizes in (the result would be zeros)";
   }
+  if (spectrum.kind == Spectrum::Kind::lowrank && spectrum.rank > std::min(c.rows, c.cols))
+    return "lowrank:R with R above the shape's short side";
   if (c.strategy == Strategy::per_head && c.axis == 1)
     return "per_head on a dim-1 (row-parallel) split: heads are not on dim 0";
   if (c.strategy == Strategy::per_head && c.heads == 0) return "per_head without --heads";

@@ -53,23 +53,40 @@ bool read_earlier_rows(const std::string& path, const SweepPlan& plan, SweepFile
 
 std::string sweep_csv_line(const SweepRow& row) { return csv_line(encode_sweep_row(row)); }
 
-SweepFile open_sweep_file(const std::string& path, bool resume, const SweepPlan& plan) {
-  SweepFile out;
-  out.rows.resize(plan.cases.size());
+std::string partial_sweep_path(const std::string& out) { return out + ".partial"; }
+
+SweepFile open_sweep_file(const std::string& out, bool resume, const SweepPlan& plan) {
+  SweepFile result;
+  result.rows.resize(plan.cases.size());
+  const std::string partial = partial_sweep_path(out);
   bool fresh = true;
-  if (resume && std::filesystem::exists(path)) {
-    fresh = !read_earlier_rows(path, plan, out);
-    if (out.dropped_partial_bytes > 0) read_lines(path, true);  // cut the partial line off the file
+  if (resume) {
+    if (std::filesystem::exists(out)) read_earlier_rows(out, plan, result);
+    std::size_t dropped = 0;
+    if (std::filesystem::exists(partial)) {
+      SweepFile from_partial;
+      from_partial.rows.resize(plan.cases.size());
+      fresh = !read_earlier_rows(partial, plan, from_partial);
+      dropped = from_partial.dropped_partial_bytes;
+      for (std::size_t i = 0; i < plan.cases.size(); ++i)
+        if (!result.rows[i] && from_partial.rows[i]) {
+          result.rows[i] = std::move(from_partial.rows[i]);
+          ++result.resumed;
+        }
+    }
+    result.dropped_partial_bytes = dropped;
+    if (dropped > 0) read_lines(partial, true);  // cut the partial line off the file
   }
-  out.file = std::make_unique<AppendFile>(path, fresh);
-  if (fresh) out.file->append(header_line());
-  return out;
+  result.file = std::make_unique<AppendFile>(partial, fresh);
+  if (fresh) result.file->append(header_line());
+  return result;
 }
 
-void write_sweep_file(const std::string& path, const std::vector<SweepRow>& rows) {
+void finish_sweep_file(const std::string& out, const std::vector<SweepRow>& rows) {
   std::string text = header_line();
   for (const auto& r : rows) text += sweep_csv_line(r);
-  write_file_atomically(path, text);
+  write_file_atomically(out, text);
+  std::filesystem::remove(partial_sweep_path(out));
 }
 
 }  // namespace nsv::cli

@@ -164,6 +164,24 @@ constexpr Column kColumns[] = {
     kSecondsColumn,
 };
 
+// Why a row's results cannot come from a run ("" when they can): one relative difference per
+// rank, figures in their ranges (NaN allowed: a case whose outputs overflowed), and bit identity
+// only with a zero difference.
+std::string inconsistency(const SweepRow& r) {
+  const auto nonnegative_or_nan = [](double v) { return std::isnan(v) || v >= 0; };
+  if (r.rel_diff_ranks.size() != static_cast<std::size_t>(r.tp))
+    return "rel_diff_ranks holds " + std::to_string(r.rel_diff_ranks.size()) + " values for tp " + std::to_string(r.tp);
+  for (const auto& v : r.rel_diff_ranks)
+    if (v && !nonnegative_or_nan(*v)) return "rel_diff_ranks holds a negative relative difference";
+  if (!nonnegative_or_nan(r.rel_diff_mean) || !nonnegative_or_nan(r.rel_diff_max)) return "a relative difference is negative";
+  if (r.rel_diff_max < r.rel_diff_mean) return "rel_diff_max is below rel_diff_mean";
+  if (!std::isnan(r.cosine) && std::abs(r.cosine) > 1 + 1e-6) return "cosine is outside [-1, 1]";
+  if (!nonnegative_or_nan(r.norm_ratio)) return "norm_ratio is negative";
+  if (!(r.seconds >= 0) || !std::isfinite(r.seconds)) return "seconds is not a non-negative time";
+  if (r.bit_identical && r.rel_diff_max != 0) return "bit_identical is true with a non-zero rel_diff_max";
+  return "";
+}
+
 }  // namespace
 
 const std::vector<std::string>& sweep_header() {
@@ -194,6 +212,14 @@ SweepRow decode_sweep_row(const std::vector<std::string>& fields) {
                                   e.what() + ")");
     }
   }
+  // Every field exactly as nsv writes it (a row of ours re-encodes to itself: "1.0" or "+3" were
+  // edited in), and the results consistent with each other.
+  const auto written = encode_sweep_row(row);
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (written[i] != fields[i])
+      throw std::invalid_argument("column " + std::string(kColumns[i].name) + ": '" + fields[i] +
+                                  "' is not how nsv writes this value ('" + written[i] + "')");
+  if (const std::string why = inconsistency(row); !why.empty()) throw std::invalid_argument(why);
   return row;
 }
 

@@ -28,6 +28,8 @@ std::string_view accumulate_name(Accumulate);
 // Unit roundoff u = 2^-p for p significand bits (incl. the implicit bit): the largest relative
 // error of one correctly rounded operation.
 double unit_roundoff(DType);
+// The largest finite value: fp16 65504, bf16 0x1.fep127, fp32 FLT_MAX, fp64 DBL_MAX.
+double largest_finite(DType);
 int bytes_per_element(DType);
 
 // Why not Eigen::bfloat16 / Eigen::half: built for baseline x86-64 (no F16C), Eigen converts

@@ -17,7 +17,7 @@ namespace nsv {
 
 struct Spectrum {
   enum class Kind { gaussian, lowrank, powerlaw, ill_conditioned, integer_valued, file } kind = Kind::gaussian;
-  std::int64_t rank = 1;         // lowrank: the rank (capped by the short side)
+  std::int64_t rank = 1;         // lowrank: the rank (at most the short side)
   double alpha = 1.0;            // powerlaw: sigma_i = (i+1)^-alpha
   double log10_condition = 3.0;  // ill_conditioned: sigma_i geometric from 1 down to 10^-this
   int scale_exponent = 0;        // every kind: the matrix is multiplied by 2^scale_exponent
