@@ -14,7 +14,8 @@
 namespace nsv {
 namespace {
 
-using json = nlohmann::json;
+// Ordered: the header's own key order, so that tensors at one offset (empty ones) keep it.
+using json = nlohmann::ordered_json;
 
 [[noreturn]] void fail(const std::string& source, const std::string& why) { throw std::runtime_error(source + ": " + why); }
 [[noreturn]] void fail_tensor(const std::string& source, const std::string& name, const std::string& why) {
@@ -150,7 +151,7 @@ std::map<std::string, std::string> parse_metadata(const std::string& source, con
 // Tensors in offset order must tile [0, buffer) exactly: the format's rule against overlapping
 // tensors and against bytes that belong to no tensor (polyglot files).
 void check_coverage(const std::string& source, std::vector<Entry>& entries, std::uint64_t buffer) {
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   std::uint64_t covered = 0;

@@ -25,9 +25,9 @@ std::vector<Semantics> same_bits_as_match(const RunVerdict& v) {
 }
 
 std::string names(const std::vector<Semantics>& list) {
-  std::string s;
-  for (Semantics x : list) s += (s.empty() ? "" : "; ") + label(x);
-  return s;
+  std::vector<std::string> labels;
+  for (Semantics x : list) labels.push_back(label(x));
+  return fmt::format("{}", fmt::join(labels, "; "));
 }
 
 nlohmann::json comparison_json(const MatrixComparison& c) {
@@ -51,11 +51,7 @@ nlohmann::json verdict_json(const RunVerdict& v) {
           {"delta_rounding", v.delta_rounding}, {"fits", fits}};
 }
 
-std::string widths_text(const std::vector<std::int64_t>& w) {
-  std::string s;
-  for (auto x : w) s += (s.empty() ? "" : "/") + std::to_string(x);
-  return s;
-}
+std::string widths_text(const std::vector<std::int64_t>& w) { return fmt::format("{}", fmt::join(w, "/")); }
 
 std::string header_line(const Diagnosis& d) {
   return fmt::format("{}: tp = 1 (reference) vs tp = {} (candidate); Muon lr {:g}, momentum {:g}{}, wd {:g}; {} NS, {} steps, {}, "

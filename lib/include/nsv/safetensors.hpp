@@ -39,7 +39,7 @@ struct Tensor {
 
 struct SafetensorsFile {
   std::string source;                              // the path, or what the bytes came from
-  std::vector<Tensor> tensors;                     // in the order of their data offsets
+  std::vector<Tensor> tensors;                     // in the order of their data offsets (ties: header order)
   std::map<std::string, std::string> metadata;     // "__metadata__"
 
   const Tensor* find(std::string_view name) const;  // nullptr when absent

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `nsv diagnose` on the checked-in runs (fixtures/runs) says, in words, which semantics each run's
+# optimizer computed on the attention matrices: "per-shard NS, local-shape scale" for AutoTP's
+# behaviour today, "whole-matrix NS, exact" for gather, "per-head NS" for per-head on q/k/v; in
+# text, markdown and JSON. Usage: diagnose_cli.sh NSV_BINARY FIXTURES_DIR
+set -u
+nsv="$1" fixtures="$2"
+runs="$fixtures/runs"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+check() {  # $1: what, $2: file, $3: regex that a line must match
+  if grep -qE -e "$3" "$2"; then passed=$((passed + 1)); echo "ok: $1"
+  else failed=$((failed + 1)); echo "FAIL: $1: no line matches /$3/"; cat "$2"; fi
+}
+diagnose() {  # $1: tp, $2: run, rest: more flags
+  local tp="$1" run="$2"; shift 2
+  "$nsv" diagnose --config "$fixtures/models/tiny-llama.json" --tp "$tp" --kernel standard \
+    --muon lr=0.02,momentum=0.95,nesterov=true,wd=0 --reference "$runs/reference" \
+    --candidate "$runs/tp$tp,$runs/tp$tp/$run" "$@"
+}
+for tp in 2 4; do
+  for run in shard gather per_head; do
+    out="$work/$tp-$run.txt"
+    if ! diagnose "$tp" "$run" >"$out" 2>&1; then failed=$((failed + 1)); echo "FAIL: tp $tp $run: exit non-zero"; cat "$out"; continue; fi
+    case $run in
+      shard) q="per-shard NS, local-shape scale"; o="per-shard NS, local-shape scale"; inv=no ;;
+      gather) q="whole-matrix NS, exact"; o="whole-matrix NS, exact"; inv=yes ;;
+      per_head) q="per-head NS"; o="whole-matrix NS, exact"; inv=no ;;
+    esac
+    # the candidate line of each matrix's block (blocks start with the matrix's HF name)
+    awk '/^model\.layers\.0\.self_attn\.q_proj/{m="q"} /^model\.layers\.0\.self_attn\.o_proj/{m="o"} /^  candidate/{print m": "$0}' "$out" >"$work/c"
+    check "tp $tp $run: q_proj computes $q" "$work/c" "^q:   candidate  $q( \(|$)"
+    check "tp $tp $run: o_proj computes $o" "$work/c" "^o:   candidate  $o( \(|$)"
+    check "tp $tp $run: the reference computes whole-matrix NS" "$out" "^  reference  whole-matrix NS, exact"
+    check "tp $tp $run: q_proj tp-invariant: $inv" "$out" "^  tp-invariant: $inv"
+  done
+done
+diagnose 2 shard --markdown >"$work/md" 2>&1
+check "markdown: the seed's table columns" "$work/md" "^\| matrix \| shards \| grad rel. diff \| update rel. diff \| cosine \| norm ratio"
+check "markdown: q_proj row names AutoTP's semantics" "$work/md" "^\| model.layers.0.self_attn.q_proj.weight .*\| per-shard NS, local-shape scale"
+diagnose 2 per_head --json --output "$work/d.json" >"$work/stdout" 2>&1
+if /usr/bin/python3 - "$work/d.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "nsv.diagnose/1", d["schema"]
+got = {p["matrix"]: (p["reference"]["match"], p["candidate"]["match"], p["tp_invariant"]) for p in d["params"]}
+assert got == {"q_proj": ("whole", "per_head", False), "o_proj": ("whole", "whole", True)}, got
+for p in d["params"]:
+    for f in p["candidate"]["fits"]:
+        assert (f["rel_diff"] <= f["bound"]) == f["within"], f
+PY
+then passed=$((passed + 1)); echo "ok: --json --output: schema and matches"; else failed=$((failed + 1)); echo "FAIL: --json"; fi
+[ -s "$work/stdout" ] && { failed=$((failed + 1)); echo "FAIL: --output also printed to stdout"; }
+echo "diagnose_cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
