@@ -52,5 +52,44 @@ for p in d["params"]:
 PY
 then passed=$((passed + 1)); echo "ok: --json --output: schema and matches"; else failed=$((failed + 1)); echo "FAIL: --json"; fi
 [ -s "$work/stdout" ] && { failed=$((failed + 1)); echo "FAIL: --output also printed to stdout"; }
+# The other naming conventions give the same verdicts: the reference as .npy folders
+# ({kind}.rank0/{HF name}.npy), the candidate as one file with kind- and rank-suffixed names.
+/usr/bin/python3 - "$runs" "$work" <<'PY'
+import json, os, struct, sys
+import numpy as np
+runs, work = sys.argv[1], sys.argv[2]
+def read(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    return {k: np.frombuffer(b[8 + n + v["data_offsets"][0]: 8 + n + v["data_offsets"][1]], "<f4").reshape(v["shape"])
+            for k, v in h.items() if k != "__metadata__"}
+for kind in ("grad", "momentum", "weight", "delta"):
+    os.makedirs("%s/npy/%s.rank0" % (work, kind))
+    for name, a in read("%s/reference/%s.safetensors" % (runs, kind)).items():
+        np.save("%s/npy/%s.rank0/%s.npy" % (work, kind, name), a)
+merged, offset, blobs = {}, 0, []
+for kind, folder in (("grad", "tp2"), ("momentum", "tp2"), ("weight", "tp2"), ("delta", "tp2/shard")):
+    for r in (0, 1):
+        for name, a in read("%s/%s/%s.rank%d.safetensors" % (runs, folder, kind, r)).items():
+            suffix = "" if kind == "weight" else "." + kind
+            merged[name + suffix + ".rank%d" % r] = a
+# weights have no tensor-name kind: they go to their own file
+header, data = {}, b""
+for name, a in merged.items():
+    if name.endswith((".rank0", ".rank1")) and ".weight.rank" in name:
+        continue
+    header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [len(data), len(data) + a.nbytes]}
+    data += a.tobytes()
+h = json.dumps(header).encode()
+open("%s/tp2_all.safetensors" % work, "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+"$nsv" diagnose --config "$fixtures/models/tiny-llama.json" --tp 2 --kernel standard \
+  --reference "$work/npy/grad.rank0,$work/npy/momentum.rank0,$work/npy/weight.rank0,$work/npy/delta.rank0" \
+  --candidate "$work/tp2_all.safetensors,$runs/tp2/weight.rank0.safetensors,$runs/tp2/weight.rank1.safetensors" >"$work/conv" 2>&1
+awk '/^model\.layers\.0\.self_attn\.q_proj/{m="q"} /^model\.layers\.0\.self_attn\.o_proj/{m="o"} /^  (candidate|reference)/{print m": "$0}' "$work/conv" >"$work/c"
+check ".npy folders + rank-suffixed names: q_proj per-shard" "$work/c" "^q:   candidate  per-shard NS, local-shape scale( \(|$)"
+check ".npy folders + rank-suffixed names: o_proj per-shard" "$work/c" "^o:   candidate  per-shard NS, local-shape scale( \(|$)"
+check ".npy folders: the reference computes whole-matrix NS" "$work/c" "^q:   reference  whole-matrix NS, exact"
 echo "diagnose_cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
