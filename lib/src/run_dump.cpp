@@ -142,7 +142,7 @@ struct Collector {
         dump.skipped.push_back(file + ": " + t.name);
         continue;
       }
-      if (t.shape.size() != 2) throw std::runtime_error(file + ": " + t.name + ": a decoder-layer matrix must be 2-D [out, in]");
+      if (t.shape.size() != 2) throw std::runtime_error(file + ": tensor '" + t.name + "': a decoder-layer matrix must be 2-D [out, in]");
       add(file, t.name, *name, t.dtype, t.matrix(), marks);
     }
   }
