@@ -37,10 +37,12 @@ std::optional<MatD> assembled(const RunDump& dump, const std::string& name, Dump
     const std::int64_t w = layout.width(r);
     const std::int64_t rows = layout.axis == 0 ? w : p.rows, cols = layout.axis == 0 ? p.cols : w;
     if (m->values.rows() != rows || m->values.cols() != cols)
-      throw std::invalid_argument(m->file + ": tensor '" + m->tensor + "' is " + shape_text(m->values.rows(), m->values.cols()) +
-                                  ", but rank " + std::to_string(r) + "'s shard of " + name + " (" + shape_text(p.rows, p.cols) +
-                                  ") at tp = " + std::to_string(layout.tp()) + " is " + shape_text(rows, cols) +
-                                  " under AutoTP's layout (split on dim " + std::to_string(layout.axis) + ")");
+      throw std::invalid_argument(
+          m->file + ": tensor '" + m->tensor + "' is " + shape_text(m->values.rows(), m->values.cols()) + ", but " +
+          (layout.tp() == 1 ? name + " of this model is " + shape_text(p.rows, p.cols) + " (the reference is the tp = 1 run)"
+                            : "rank " + std::to_string(r) + "'s shard of " + name + " (" + shape_text(p.rows, p.cols) + ") at tp = " +
+                                  std::to_string(layout.tp()) + " is " + shape_text(rows, cols) + " under AutoTP's layout (split on dim " +
+                                  std::to_string(layout.axis) + ")"));
     if (!all_finite(m->values)) throw std::invalid_argument(m->file + ": tensor '" + m->tensor + "' holds NaN or Inf");
     if (dtype) *dtype = m->dtype;
     if (narrow && (m->dtype == DType::bf16 || m->dtype == DType::fp16)) *narrow = true;

@@ -48,7 +48,7 @@ case("metadata_not_strings", frame(json.dumps({"__metadata__": {"step": 3}, Q: e
 case("no_offsets", frame(json.dumps({Q: {"dtype": "F32", "shape": [256, 256]}}), full), "tensor '%s'.*no \"data_offsets\"" % Q)
 case("overflowing_shape", frame(json.dumps({Q: entry(shape=(2**40, 2**40), end=0)})), "tensor '%s'.*overflows" % Q)
 case("matrix_not_2d", frame(json.dumps({Q: entry(shape=(65536,))}), full), "%s.*2-D" % Q)
-case("wrong_shard_shape", frame(json.dumps({Q: entry(shape=(128, 256))}), full[: len(full) // 2]), "tensor '%s' is 128x256" % Q)
+case("wrong_shard_shape", frame(json.dumps({Q: entry(shape=(128, 256))}), full[: len(full) // 2]), "tensor .%s. is 128x256, but %s of this model is 256x256" % (Q, Q))
 nan = struct.pack("<f", float("nan")) + bytes(len(full) - 4)
 case("nan", frame(json.dumps({Q: entry()}), nan), "tensor '%s' holds NaN" % Q)
 open("%s/dump.safetensors" % d, "wb").write(frame(json.dumps({Q: entry()}), full))
