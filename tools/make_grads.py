@@ -91,6 +91,13 @@ def parse_args(argv=None):
                          "sgd: a plain SGD step with --lr between steps, a new batch per step"))
     p.add_argument("--lr", type=float, default=0.05,
                    help="SGD learning rate for --sequence sgd (default: %(default)s)")
+    p.add_argument("--runs", metavar="DIR",
+                   help=("instead of gradients: Muon training runs at tp=1 and --tps under three semantics, "
+                         "dumped as safetensors into DIR (tools/muon_runs.py; e.g. fixtures/runs)"))
+    p.add_argument("--tps", default="2,4", help="--runs: tensor-parallel degrees (default: %(default)s)")
+    p.add_argument("--dump-params", default="q_proj,o_proj",
+                   help="--runs: the matrices to dump (default: %(default)s)")
+    p.add_argument("--muon-lr", type=float, default=0.02, help="--runs: Muon learning rate (default: %(default)s)")
     return p.parse_args(argv)
 
 
@@ -236,6 +243,9 @@ def main(argv=None):
     mats = {n: getattr(layer.self_attn if n.endswith(("q_proj", "k_proj", "v_proj", "o_proj"))
                        else layer.mlp, n).weight for n in MUON_NAMES}
 
+    if args.runs:
+        return write_runs(args, argv, torch, np, model)
+
     os.makedirs(args.out, exist_ok=True)
     files = {}
 
@@ -323,6 +333,38 @@ def main(argv=None):
         f.write("\n")
     total = sum(os.path.getsize(os.path.join(args.out, r)) for r in files)
     print("wrote %d arrays (%.1f KiB) and grads.json to %s" % (len(files), total / 1024.0, args.out))
+    return 0
+
+
+def write_runs(args, argv, torch, np, model):
+    import muon_runs
+    tok_gen = torch.Generator().manual_seed(args.seed + 1)
+    batches = [torch.randint(0, DIMS["vocab_size"], (args.batch, args.seq_len), generator=tok_gen)
+               for _ in range(args.steps)]
+    tps = [int(t) for t in args.tps.split(",")]
+    dump_params = args.dump_params.split(",")
+    beta = 0.95
+    files, losses = muon_runs.make_runs(torch, np, model, DIMS, MUON_NAMES, batches, args.runs, args.muon_lr, beta,
+                                        dump_params, tps)
+    cmd = " ".join(shlex.quote(a) for a in
+                   [sys.executable, "tools/make_grads.py"] + list(argv if argv is not None else sys.argv[1:]))
+    meta = dict(
+        description=muon_runs.__doc__.strip().split("\n")[0],
+        layout=muon_runs.__doc__.strip(),
+        command=cmd, generator="tools/make_grads.py --runs (tools/muon_runs.py)",
+        seed=args.seed, token_seed=args.seed + 1, batch=args.batch, seq_len=args.seq_len, steps=args.steps,
+        dumped_step=args.steps - 1, model=DIMS, tps=tps, dump_params=dump_params,
+        muon=dict(lr=args.muon_lr, momentum=beta, nesterov=True, wd=0.0, ns="standard", ns_steps=5, ns_dtype="fp32",
+                  coeffs="keller", eps=1e-7),
+        loss_per_forward=losses, torch_version=torch.__version__, numpy_version=np.__version__,
+        files={f: sha256(os.path.join(args.runs, f)) for f in files},
+        diagnose=("nsv diagnose --config fixtures/models/tiny-llama.json --tp N --kernel standard "
+                  "--reference fixtures/runs/reference --candidate fixtures/runs/tpN,fixtures/runs/tpN/SEMANTICS"))
+    with open(os.path.join(args.runs, "runs.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    total = sum(os.path.getsize(os.path.join(args.runs, f)) for f in files)
+    print("wrote %d safetensors files (%.1f KiB) and runs.json to %s" % (len(files), total / 1024.0, args.runs))
     return 0
 
 

@@ -35,7 +35,7 @@ MatD momentum_and_blend(MatD& momentum, const MatD& grad, const MuonConfig& cfg)
   if (momentum.rows() != grad.rows() || momentum.cols() != grad.cols())
     throw std::invalid_argument("momentum and gradient differ in shape");
   // Python computes 1 - beta in double; PyTorch converts the scalar weight to float.
-  const auto w_momentum = static_cast<float>(1.0 - cfg.beta), w_blend = static_cast<float>(cfg.beta);
+  const auto w_momentum = static_cast<float>(1.0 - cfg.beta);
   const auto ema = [&](double m, double g) {
     return double(lerp_fp32(static_cast<float>(m), static_cast<float>(g), w_momentum));
   };
@@ -45,7 +45,15 @@ MatD momentum_and_blend(MatD& momentum, const MatD& grad, const MuonConfig& cfg)
   // the step would have produced (non-finite where the gradient is), never the stale momentum,
   // which would be a silent finite update (SPEC §1.4: a non-finite grad yields a non-finite update).
   if (!cfg.nesterov) return finite ? momentum : MatD(momentum.binaryExpr(grad, ema));
-  return grad.binaryExpr(momentum, [&](double g, double m) {
+  return blend_of(grad, momentum, cfg);
+}
+
+MatD blend_of(const MatD& grad, const MatD& momentum_after, const MuonConfig& cfg) {
+  if (momentum_after.rows() != grad.rows() || momentum_after.cols() != grad.cols())
+    throw std::invalid_argument("momentum and gradient differ in shape");
+  if (!cfg.nesterov) return momentum_after;
+  const auto w_blend = static_cast<float>(cfg.beta);
+  return grad.binaryExpr(momentum_after, [&](double g, double m) {
     return double(lerp_fp32(static_cast<float>(g), static_cast<float>(m), w_blend));
   });
 }
@@ -77,20 +85,29 @@ ShardedUpdate sharded_muon_update(const Backend& b, std::vector<MatD>& momentum_
                                   const StrategyOptions& opt) {
   if (momentum_shards.size() != grad_shards.size() || static_cast<int>(grad_shards.size()) != layout.tp())
     throw std::invalid_argument("one gradient and one momentum shard per rank are required");
-  ShardedMatrix blends{{}, layout, head_dim};
-  for (std::size_t r = 0; r < grad_shards.size(); ++r) blends.shards.push_back(momentum_and_blend(momentum_shards[r], grad_shards[r], cfg));
+  std::vector<MatD> blends;
+  for (std::size_t r = 0; r < grad_shards.size(); ++r) blends.push_back(momentum_and_blend(momentum_shards[r], grad_shards[r], cfg));
+  return sharded_update_from_blends(b, blends, layout, head_dim, strategy, cfg, opt);
+}
+
+ShardedUpdate sharded_update_from_blends(const Backend& b, const std::vector<MatD>& blend_shards, const Layout& layout,
+                                         std::int64_t head_dim, Strategy strategy, const MuonConfig& cfg,
+                                         const StrategyOptions& opt) {
+  if (static_cast<int>(blend_shards.size()) != layout.tp()) throw std::invalid_argument("one blend shard per rank is required");
   ShardedUpdate out;
-  out.run = run_strategy(strategy, b, blends, cfg.ns, opt);
-  const MatD whole_shape = assemble(grad_shards, layout);
-  for (std::size_t r = 0; r < grad_shards.size(); ++r) {
-    const MatD& g = grad_shards[r];
-    if (!all_finite(g)) {  // this rank's guard: the step is skipped, the update stays non-finite
-      out.updates.push_back(blends.shards[r]);
+  out.run = run_strategy(strategy, b, ShardedMatrix{blend_shards, layout, head_dim}, cfg.ns, opt);
+  const MatD whole_shape = assemble(blend_shards, layout);
+  for (std::size_t r = 0; r < blend_shards.size(); ++r) {
+    const MatD& blend = blend_shards[r];
+    // A non-finite blend comes from a non-finite gradient (the momentum only ever takes finite
+    // ones): this rank's guard skips the step, the update stays non-finite.
+    if (!all_finite(blend)) {
+      out.updates.push_back(blend);
       out.scales.push_back(1.0);
       continue;
     }
     const double scale = strategy == Strategy::per_head ? 1.0  // per-head scales each head block itself
-                         : cfg.scale_from == ScaleFrom::local ? aspect_scale(g.rows(), g.cols())
+                         : cfg.scale_from == ScaleFrom::local ? aspect_scale(blend.rows(), blend.cols())
                                                               : aspect_scale(whole_shape.rows(), whole_shape.cols());
     out.updates.push_back(scaled_fp32(to_fp32(out.run.outputs[r]), scale));
     out.scales.push_back(scale);

@@ -21,6 +21,7 @@
 #include "nsv/npy.hpp"
 #include "nsv/strategy.hpp"
 #include "report_audits.hpp"
+#include "report_diagnosis.hpp"
 #include "report_plan.hpp"
 #include "report_sections.hpp"
 #include "report_stats.hpp"
@@ -32,7 +33,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const std::string kDefaultGrads = "fixtures/grads", kDefaultModels = "fixtures/models";
+const std::string kDefaultGrads = "fixtures/grads", kDefaultModels = "fixtures/models", kDefaultRuns = "fixtures/runs";
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") == std::string::npos)
@@ -81,7 +82,7 @@ json strategy_table() {
 }
 
 struct ReportCommand {
-  std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, python = "/usr/bin/python3",
+  std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, python = "/usr/bin/python3",
               plot_script = "tools/plot_report.py", render_script = "tools/report/render_report.py";
   bool quick = false, quiet = false, no_plots = false, resume = false;
   int threads = 0;
@@ -97,6 +98,7 @@ struct ReportCommand {
     if (quick) c += " --quick";
     if (grads != kDefaultGrads) c += " --grads " + shell_quote(grads);
     if (models != kDefaultModels) c += " --models " + shell_quote(models);
+    if (runs != kDefaultRuns) c += " --runs " + shell_quote(runs);
     if (no_plots) c += " --no-plots";
     if (threads > 0) c += " --threads " + std::to_string(threads);
     return c;
@@ -135,6 +137,9 @@ struct ReportCommand {
     t0 = Clock::now();
     report["audits"] = run_report_audits(models, plan.audit_tps, out_dir);
     section_time("model audits", t0);
+    t0 = Clock::now();
+    report["diagnosis"] = run_report_diagnosis(runs, (fs::path(models) / "tiny-llama.json").string(), out_dir);
+    section_time("diagnosis of the training-run dumps", t0);
 
     report["seed_tables"] = seed_table_stats(seed.rows);
     report["strategy_checks"] = strategy_check_stats(main.rows, main.skipped);
@@ -210,6 +215,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_flag("--quick", st->quick, "a smaller run (fewer seeds and TP degrees) for a fast look");
   cmd->add_option("--grads", st->grads, "real-gradient fixtures (tools/make_grads.py)")->capture_default_str();
   cmd->add_option("--models", st->models, "model configs for `nsv audit` (*.json)")->capture_default_str();
+  cmd->add_option("--runs", st->runs, "training-run dumps for `nsv diagnose` (tools/make_grads.py --runs)")->capture_default_str();
   cmd->add_option("--python", st->python, "Python with matplotlib (figures) and Jinja2 (README.md)")->capture_default_str();
   cmd->add_option("--plot-script", st->plot_script, "the plotting script")->capture_default_str();
   cmd->add_option("--render-script", st->render_script, "the README renderer")->capture_default_str();

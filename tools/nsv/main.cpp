@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   nsv::cli::add_step_command(app);
   nsv::cli::add_report_command(app);
   nsv::cli::add_audit_command(app);
+  nsv::cli::add_diagnose_command(app);
   if (is_unknown_command(app, argc, argv)) return 1;
   try {
     app.parse(argc, argv);

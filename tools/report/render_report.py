@@ -146,7 +146,8 @@ def seed_view(report, ref):
         "max_abs_delta": max(abs(d) for d in deltas),
         "kernel_gaps": {"min": min(gaps), "max": max(gaps)},
         "gradient_rel_diff": ref["gradient_rel_diff"]["value"],
-        "step": step, "torch": ref["real_gradient"]["torch_minimal"], "implied_rel_diff": implied,
+        "step": step, "step_norm_ratio": seed_ratio, "torch": ref["real_gradient"]["torch_minimal"],
+        "implied_rel_diff": implied,
     }
 
 

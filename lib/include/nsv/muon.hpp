@@ -37,6 +37,10 @@ float lerp_fp32(float start, float end, float weight);
 // pre-orthogonalization update: lerp(grad, momentum, beta) with Nesterov, else the momentum (for
 // a non-finite grad: the momentum the skipped step would have produced, non-finite).
 MatD momentum_and_blend(MatD& momentum, const MatD& grad, const MuonConfig&);
+// The pre-orthogonalization update from a gradient and the momentum it produced (the momentum
+// buffer after the step, as a run dumps it): lerp(grad, momentum, beta) with Nesterov, else the
+// momentum. momentum_and_blend's second half.
+MatD blend_of(const MatD& grad, const MatD& momentum_after, const MuonConfig&);
 
 // The whole update of one unsharded matrix (tp = 1). heads > 0 selects per-head NS (heads on
 // dim 0, DeepSpeed's `muon_num_heads`). A non-finite gradient yields the non-finite blend.
@@ -53,6 +57,12 @@ struct ShardedUpdate {
 ShardedUpdate sharded_muon_update(const Backend&, std::vector<MatD>& momentum_shards, const std::vector<MatD>& grad_shards,
                                   const Layout& layout, std::int64_t head_dim, Strategy strategy, const MuonConfig&,
                                   const StrategyOptions& = {});
+
+// The same from each rank's pre-orthogonalization update (blend_of / momentum_and_blend): a rank
+// whose blend holds a non-finite value keeps it (its step is skipped).
+ShardedUpdate sharded_update_from_blends(const Backend&, const std::vector<MatD>& blend_shards, const Layout& layout,
+                                         std::int64_t head_dim, Strategy strategy, const MuonConfig&,
+                                         const StrategyOptions& = {});
 
 // p <- p (1 - lr wd) - lr update, in fp32.
 void apply_update(MatD& param, const MatD& update, const MuonConfig&);

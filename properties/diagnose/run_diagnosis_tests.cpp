@@ -1,0 +1,139 @@
+// The diagnosis of the checked-in training runs (fixtures/runs, tools/make_grads.py --runs): from
+// the dumps alone, the library names the semantics each run's optimizer computed, for the
+// attention matrices q_proj (column-parallel, heads on dim 0) and o_proj (row-parallel), at
+// tp = 2 and 4; and the negative controls that show the verdicts are not given for free.
+#include <boost/test/unit_test.hpp>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "nsv/backend.hpp"
+#include "nsv/diagnose.hpp"
+#include "nsv/model_config.hpp"
+#include "nsv/run_dump.hpp"
+
+using namespace nsv;
+
+namespace {
+
+const std::string kRuns = std::string(NSV_FIXTURES_DIR) + "/runs";
+
+MuonConfig run_config() {  // as fixtures/runs/runs.json records
+  MuonConfig cfg;
+  cfg.lr = 0.02;
+  cfg.beta = 0.95;
+  cfg.nesterov = true;
+  cfg.ns.kernel = Kernel::standard;
+  return cfg;
+}
+
+RunDump candidate(int tp, const std::string& semantics) {
+  const std::string dir = kRuns + "/tp" + std::to_string(tp);
+  return load_run_dump({dir, dir + "/" + semantics});
+}
+
+Diagnosis diagnose_run(const RunDump& cand, int tp) {
+  static const ModelDims dims = load_model_config(std::string(NSV_FIXTURES_DIR) + "/models/tiny-llama.json").dims;
+  static const RunDump reference = load_run_dump({kRuns + "/reference"});
+  return diagnose(*make_cpu_backend(), reference, cand, dims, tp, run_config());
+}
+
+const ParamDiagnosis& param(const Diagnosis& d, const std::string& matrix) {
+  for (const auto& p : d.params)
+    if (p.param.name == matrix) return p;
+  throw std::runtime_error("the runs hold no " + matrix);
+}
+
+struct Expected {
+  const char* run;
+  Semantics q_proj, o_proj;  // per_head applies to q/k/v only: the run stepped o_proj as gather
+};
+const Expected kRunsExpected[] = {
+    {"shard", Semantics::per_shard, Semantics::per_shard},
+    {"gather", Semantics::whole, Semantics::whole},
+    {"per_head", Semantics::per_head, Semantics::whole},
+};
+
+std::string name(const std::optional<Semantics>& s) { return s ? std::string(semantics_record(*s).key) : "unexplained"; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(diagnosis)
+
+BOOST_AUTO_TEST_CASE(each_run_is_named_by_the_semantics_its_optimizer_computed) {
+  for (int tp : {2, 4})
+    for (const Expected& e : kRunsExpected) {
+      const Diagnosis d = diagnose_run(candidate(tp, e.run), tp);
+      for (const auto& [matrix, want] : {std::pair{"q_proj", e.q_proj}, std::pair{"o_proj", e.o_proj}}) {
+        const ParamDiagnosis& p = param(d, matrix);
+        BOOST_TEST_CONTEXT("tp " << tp << ", run " << e.run << ", " << matrix) {
+          BOOST_TEST(name(p.reference.match) == "whole");
+          BOOST_TEST(name(p.candidate.match) == name(want));
+          BOOST_TEST(p.candidate.also_within.empty());
+          // tp-invariant exactly when the candidate computed what the reference did
+          BOOST_TEST(p.tp_invariant == (want == Semantics::whole));
+          // the gradients differ (the TP forward's reduction order), the updates never by the bit
+          BOOST_TEST(!p.grad->bit_identical);
+          BOOST_TEST(!p.update.bit_identical);
+        }
+      }
+    }
+}
+
+// Discrimination, not luck: every semantics that does not give the match's bits misses the
+// candidate's update by more than 1000 times its own bound (measured: 0.29 .. 1.7 against bounds
+// of 4e-6 .. 1.5e-5), so no rounding-level slack decides a verdict.
+BOOST_AUTO_TEST_CASE(the_other_semantics_miss_by_orders_of_magnitude_more_than_the_bound) {
+  for (int tp : {2, 4})
+    for (const Expected& e : kRunsExpected)
+      for (const auto& p : diagnose_run(candidate(tp, e.run), tp).params)
+        for (const auto& f : p.candidate.fits) {
+          if (f.semantics == *p.candidate.match) continue;
+          if (std::find(f.same_bits_as.begin(), f.same_bits_as.end(), *p.candidate.match) != f.same_bits_as.end()) continue;
+          BOOST_TEST_CONTEXT("tp " << tp << ", run " << e.run << ", " << p.param.name << ", " << semantics_record(f.semantics).key)
+          BOOST_TEST(f.rel_diff > 1000 * f.bound);
+        }
+}
+
+// Negative control of the match bound: one rank's update changed by 2^-12 relative (2.4e-4,
+// about 20 times the largest bound) leaves that run unexplained instead of forcing a category.
+BOOST_AUTO_TEST_CASE(an_update_changed_by_a_quarter_per_mille_is_unexplained) {
+  for (const Expected& e : kRunsExpected) {
+    RunDump cand = candidate(2, e.run);
+    for (auto& [key, m] : cand.matrices)
+      if (key.kind == DumpKind::delta && key.rank == 1) m.values *= 1.0 + 0x1p-12;
+    const Diagnosis d = diagnose_run(cand, 2);
+    for (const auto& p : d.params) {
+      BOOST_TEST_CONTEXT("run " << e.run << ", " << p.param.name) {
+        BOOST_TEST(name(p.candidate.match) == "unexplained");
+        BOOST_TEST(!p.tp_invariant);
+      }
+    }
+  }
+}
+
+// The reference against itself at tp = 1: the same bits, tp-invariant, whole-matrix NS.
+BOOST_AUTO_TEST_CASE(the_reference_against_itself_is_bit_identical_and_invariant) {
+  const Diagnosis d = diagnose_run(load_run_dump({kRuns + "/reference"}), 1);
+  for (const auto& p : d.params) {
+    BOOST_TEST(p.update.bit_identical);
+    BOOST_TEST(p.grad->bit_identical);
+    BOOST_TEST(p.tp_invariant);
+    BOOST_TEST(name(p.candidate.match) == "whole");
+  }
+}
+
+// Without the weights before the step the rounding of w_after - w_before has no bound, and the
+// run is not classified (the comparison is still made).
+BOOST_AUTO_TEST_CASE(a_dump_without_weights_is_compared_but_not_classified) {
+  RunDump cand = candidate(2, "shard");
+  std::erase_if(cand.matrices, [](const auto& kv) { return kv.first.kind == DumpKind::weight; });
+  const Diagnosis d = diagnose_run(cand, 2);
+  for (const auto& p : d.params) {
+    BOOST_TEST(!p.candidate.match.has_value());
+    BOOST_TEST(!p.candidate.not_classified.empty());
+    BOOST_TEST(p.update.rel_diff > 0.1);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
