@@ -160,6 +160,31 @@ HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv
   return g;
 }
 
+FusedGeometry fused_geometry(FusedKind kind, std::int64_t rows, std::int64_t heads, std::int64_t kv_heads) {
+  FusedGeometry g;
+  if (kind == FusedKind::none) throw InvalidField("fused", "must name a fused layout");
+  if (kind == FusedKind::gate_up) {
+    if (heads != 0 || kv_heads != 0) throw InvalidField("heads", "a fused gate_up matrix has no heads, got " + std::to_string(heads));
+    if (rows < 2 || rows % 2 != 0) throw InvalidField("rows", "a fused [gate; up] matrix needs an even row count, got " + std::to_string(rows));
+    g.part_rows = {rows / 2, rows / 2};
+    return g;
+  }
+  if (heads < 1) throw InvalidField("heads", "a fused q/k/v matrix needs its query head count, got " + std::to_string(heads));
+  const std::int64_t kv = kv_heads == 0 ? (kind == FusedKind::bigcode ? 1 : heads) : kv_heads;
+  if (kv < 1 || heads % kv != 0)
+    throw InvalidField("kv_heads", std::to_string(kv) + " does not divide the " + std::to_string(heads) + " query heads");
+  if (kind == FusedKind::bigcode && kv != 1)
+    throw InvalidField("kv_heads", "the bigcode layout has one shared K and V head (multi-query), got " + std::to_string(kv));
+  const std::int64_t units = heads + 2 * kv;
+  if (rows % units != 0)
+    throw InvalidField("rows", std::to_string(rows) + " rows are not " + std::to_string(units) + " heads (" + std::to_string(heads) +
+                                   " query + 2 x " + std::to_string(kv) + " KV) of equal size");
+  g.head_dim = rows / units;
+  g.part_rows = {heads * g.head_dim, kv * g.head_dim, kv * g.head_dim};
+  g.autotp_kv_heads = kind == FusedKind::bloom || kind == FusedKind::bigcode ? heads : kv;
+  return g;
+}
+
 Layout autotp_layout(int axis, std::int64_t dim, int tp, std::int64_t kv_groups, std::int64_t grain) {
   const auto sizes = kv_groups > 0 ? head_aligned_sizes(dim, kv_groups, tp) : grain_sizes(dim, tp, grain);
   return contiguous_layout(axis, sizes);

@@ -75,6 +75,21 @@ struct HeadGeometry {
 // nsv::InvalidField naming `heads` or `kv_heads` when they do not divide what they split.
 HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv_heads, int axis);
 
+// A fused dim-0 projection of `rows` rows described by its head counts: the sub-matrices AutoTP
+// cuts it into and the head structure per_head sees.
+//   qkv kinds (glm, phi3, bloom, bigcode): [Q; K; V] with `heads` query heads and `kv_heads` KV
+//     heads (bigcode: kv_heads must be 1), head_dim = rows / (heads + 2 kv_heads); AutoTP splits by
+//     kv_heads for glm and phi3 and by heads for bloom and bigcode (the num_kv_heads their models'
+//     configs give: Falcon's and GPT-BigCode's num_attention_heads).
+//   gate_up: two equal halves, no heads (heads and kv_heads must be 0).
+// Throws nsv::InvalidField naming heads, kv_heads or rows when they do not describe such a matrix.
+struct FusedGeometry {
+  std::vector<std::int64_t> part_rows;
+  std::int64_t head_dim = 0;        // 0 for gate_up
+  std::int64_t autotp_kv_heads = 0;  // what AutoTP's get_shard_size_list splits each part by (0: grain rule)
+};
+FusedGeometry fused_geometry(FusedKind, std::int64_t rows, std::int64_t heads, std::int64_t kv_heads);
+
 // AutoTP's layout of a split axis of length dim: head-aligned on the KV groups when there are
 // any (kv_groups > 0), grain-based otherwise.
 Layout autotp_layout(int axis, std::int64_t dim, int tp, std::int64_t kv_groups, std::int64_t grain);
