@@ -111,9 +111,20 @@ ExpertParallelAudit expert_parallelism(const MuonParam& p, const AuditOptions& o
   return ep;
 }
 
+// The plain FLOP count of NS on one matrix is below 16 x steps x n^2 x m (n <= m its sides: three
+// products of at most 2 n^2 m each per step, restarts included); refuse a matrix whose count could
+// pass 2^63 before any counter is computed from it.
+void check_countable(const MuonParam& p, const NsConfig& ns) {
+  const long double n = static_cast<long double>(std::min(p.rows, p.cols)), m = static_cast<long double>(std::max(p.rows, p.cols));
+  if (16.0L * static_cast<long double>(ns.steps) * n * n * m >= 9.2e18L)
+    throw std::overflow_error(p.name + " (" + std::to_string(p.rows) + "x" + std::to_string(p.cols) +
+                              "): its NS FLOP count does not fit in 64 bits");
+}
+
 }  // namespace
 
 ParamAudit audit_param(const MuonParam& p, const AuditOptions& o) {
+  check_countable(p, o.ns);
   ParamAudit pa;
   pa.param = p;
   pa.layout = autotp_layout(p, o.tp, o.grain);
