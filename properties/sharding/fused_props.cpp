@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "block_checks.hpp"
 #include "check.hpp"
 #include "fused_generators.hpp"
 #include "generators/configs.hpp"
@@ -21,12 +22,6 @@ using namespace nsv::props::shard;
 
 namespace {
 
-void assert_blocks_identical(const StrategyRun& run, const MatD& target, const Layout& layout, const std::string& what) {
-  const auto blocks = split(target, layout);
-  for (int r = 0; r < layout.tp(); ++r)
-    RC_ASSERT_BIT_IDENTICAL(run.outputs[static_cast<std::size_t>(r)], blocks[static_cast<std::size_t>(r)], DType::fp32,
-                            what + ", rank " + std::to_string(r) + " (" + layout_text(layout) + ")");
-}
 
 // How many ranks hold index i of the split axis.
 std::vector<int> holders(const Layout& l) {
