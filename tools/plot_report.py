@@ -405,11 +405,17 @@ def step_time_vs_tp(figs, out_dir, strategies):
         stem = name.rsplit("_tp", 1)[0]
         for plan in j["totals"]["plans"]:
             models.setdefault(stem, {}).setdefault(plan["name"], []).append((int(j["tp"]), plan["step_time_s"] * 1e3))
-    shown = [m for m in ("llama-3-8b", "llama-3-70b", "qwen2.5-7b", "mistral-7b-v0.1") if m in models]
+    preferred = ("llama-3-8b", "llama-3-70b", "qwen2.5-7b", "mistral-7b-v0.1", "gemma-2-9b", "phi-3-mini-4k-instruct",
+                 "falcon-7b", "starcoder", "mixtral-8x7b-v0.1", "qwen1.5-moe-a2.7b")
+    shown = [m for m in preferred if m in models]
     if not shown:
         return
-    fig, axes = plt.subplots(1, len(shown), figsize=(3.6 * len(shown), 4.0), sharey=False)
-    axes = axes if len(shown) > 1 else [axes]
+    cols = min(len(shown), 5)
+    rows = (len(shown) + cols - 1) // cols
+    fig, grid = plt.subplots(rows, cols, figsize=(3.6 * cols, 4.0 * rows), sharey=False, squeeze=False)
+    axes = [ax for row in grid for ax in row]
+    for ax in axes[len(shown):]:
+        ax.set_visible(False)
     for ax, model in zip(axes, shown):
         for plan, style in plan_styles(strategies).items():
             pts = sorted(models[model].get(plan, []))
@@ -421,8 +427,9 @@ def step_time_vs_tp(figs, out_dir, strategies):
         ax.set_xticklabels(["2", "4", "8"])
         ax.set_xlabel("tensor-parallel degree tp (ranks)")
         ax.set_title(model, fontsize=10)
-    axes[0].set_ylabel("estimated NS time per optimizer step (ms, log)")
-    axes[-1].legend(fontsize=7, loc="best")
+    for row in grid:
+        row[0].set_ylabel("estimated NS time per optimizer step (ms, log)")
+    axes[len(shown) - 1].legend(fontsize=7, loc="best")
     fig.suptitle("Estimated Muon NS time per optimizer step (H200 bf16 rate, NVLink, alpha-beta model): "
                  f"`{strategies.baseline}` (dashed) "
                  "is the inexact AutoTP baseline;\nthe exact owner plans (alone or with per-head q/k/v) scale with tp, "

@@ -34,7 +34,7 @@ AuditResult run_audit(const ModelConfig& model, const AuditOptions& o) {
     backend = own_backend.get();
   }
   std::uint64_t param_index = 0;
-  for (const MuonParam& p : llama_layer_params(model.dims)) {
+  for (const MuonParam& p : model.layer_params()) {
     ParamAudit pa = audit_stages::audit_param(p, o);
     if (o.measure) {
       pa.divergence = measure_shard_divergence(p, o.tp, o.grain, o.ns, o.measure_max_elements, o.seed + 1000003 * param_index, *backend);

@@ -57,6 +57,11 @@ std::vector<AuditNote> audit_notes(const ModelConfig& model, const std::vector<P
   if (auto shifts = aspect_scale_shifts(params); !shifts.empty())
     notes.push_back({AuditNoteKind::local_aspect_scale, {}, std::move(shifts)});
   if (model.qkv_bias) notes.push_back({AuditNoteKind::qkv_bias, {}, {}});
+  auto any = [&](auto pred) { return std::any_of(params.begin(), params.end(), pred); };
+  if (any([](const ParamAudit& pa) { return !pa.parts.empty(); })) notes.push_back({AuditNoteKind::fused_projection, {}, {}});
+  if (any([](const ParamAudit& pa) { return pa.param.role == Role::replicated; }))
+    notes.push_back({AuditNoteKind::replicated_matrix, {}, {}});
+  if (any([](const ParamAudit& pa) { return pa.param.expert; })) notes.push_back({AuditNoteKind::routed_experts, {}, {}});
   notes.push_back({AuditNoteKind::not_muon_matrices, {}, {}});
   if (o.grain > 1) notes.push_back({AuditNoteKind::grain_rule, {}, {}});
   notes.push_back({AuditNoteKind::exactness, {}, {}});

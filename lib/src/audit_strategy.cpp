@@ -1,10 +1,11 @@
 // One Muon matrix of the audit: its layout, what each strategy promises and costs on it, and
 // the cheapest exact strategies.
 #include <algorithm>
-#include <initializer_list>
+#include <vector>
 #include <stdexcept>
 
 #include "audit_stages.hpp"
+#include "checked.hpp"
 #include "nsv/muon.hpp"
 
 namespace nsv {
@@ -51,7 +52,9 @@ StrategyAudit audit_strategy(Strategy s, const MuonParam& p, const Layout& layou
   return a;
 }
 
-std::optional<Strategy> cheapest_of(const ParamAudit& p, std::initializer_list<Strategy> candidates) {
+std::optional<Strategy> cheapest_of(const ParamAudit& p, std::vector<Strategy> candidates) {
+  // A matrix every rank holds whole: each rank's own NS is the whole matrix's, with nothing sent.
+  if (p.layout.fully_replicated()) candidates.insert(candidates.begin(), Strategy::shard);
   std::optional<Strategy> best;
   double best_t = 0;
   for (Strategy s : candidates) {
@@ -62,9 +65,66 @@ std::optional<Strategy> cheapest_of(const ParamAudit& p, std::initializer_list<S
   return best;
 }
 
+// Each sub-matrix's rows on each rank, from the fused layout's pieces.
+std::vector<SubMatrixAudit> sub_matrices(const MuonParam& p, const Layout& layout) {
+  std::vector<SubMatrixAudit> out;
+  std::int64_t begin = 0;
+  for (const SubMatrix& part : p.parts) {
+    SubMatrixAudit s;
+    s.part = part;
+    s.begin = begin;
+    const std::int64_t end = begin + part.rows;
+    for (const Range& r : layout.replicated)
+      if (r.begin <= begin && end <= r.end) s.replicated = true;
+    s.whole_heads = part.has_heads && p.head_dim > 0;
+    for (int rank = 0; rank < layout.tp(); ++rank) {
+      std::int64_t mine = 0, others = 0;
+      for (const Range& piece : layout.ranks[static_cast<std::size_t>(rank)]) {
+        const std::int64_t lo = std::max(piece.begin, begin), hi = std::min(piece.end, end);
+        const std::int64_t overlap = std::max<std::int64_t>(0, hi - lo);
+        mine += overlap;
+        others += piece.size() - overlap;
+        if (overlap > 0 && p.head_dim > 0 && ((lo - begin) % p.head_dim != 0 || overlap % p.head_dim != 0)) s.whole_heads = false;
+      }
+      s.rows_per_rank.push_back(mine);
+      if (mine > 0 && others > 0) s.mixed_under_shard = true;
+    }
+    out.push_back(std::move(s));
+    begin = end;
+  }
+  return out;
+}
+
+// Whole experts per rank: E // tp + (r < E % tp) experts of this matrix on rank r, each NS'd there.
+ExpertParallelAudit expert_parallelism(const MuonParam& p, const AuditOptions& o) {
+  ExpertParallelAudit ep;
+  const std::uint64_t flops = ns_flops(o.ns, p.rows, p.cols);
+  for (int r = 0; r < o.tp; ++r) {
+    const std::int64_t n = p.copies / o.tp + (r < p.copies % o.tp ? 1 : 0);
+    ep.experts_per_rank.push_back(n);
+    RankCost c;
+    c.flops = detail::checked_mul<std::uint64_t>(flops, static_cast<std::uint64_t>(n), p.name + ": expert-parallel NS FLOPs");
+    c.compute_s = static_cast<double>(c.flops) / (o.cost.tflops * 1e12);
+    ep.time_s = std::max(ep.time_s, c.time_s());
+    ep.ranks.push_back(c);
+  }
+  return ep;
+}
+
+// The plain FLOP count of NS on one matrix is below 16 x steps x n^2 x m (n <= m its sides: three
+// products of at most 2 n^2 m each per step, restarts included); refuse a matrix whose count could
+// pass 2^63 before any counter is computed from it.
+void check_countable(const MuonParam& p, const NsConfig& ns) {
+  const long double n = static_cast<long double>(std::min(p.rows, p.cols)), m = static_cast<long double>(std::max(p.rows, p.cols));
+  if (16.0L * static_cast<long double>(ns.steps) * n * n * m >= 9.2e18L)
+    throw std::overflow_error(p.name + " (" + std::to_string(p.rows) + "x" + std::to_string(p.cols) +
+                              "): its NS FLOP count does not fit in 64 bits");
+}
+
 }  // namespace
 
 ParamAudit audit_param(const MuonParam& p, const AuditOptions& o) {
+  check_countable(p, o.ns);
   ParamAudit pa;
   pa.param = p;
   pa.layout = autotp_layout(p, o.tp, o.grain);
@@ -81,6 +141,8 @@ ParamAudit audit_param(const MuonParam& p, const AuditOptions& o) {
   }
   pa.cheapest_bit_identical = cheapest_of(pa, {Strategy::gather, Strategy::owner});
   pa.cheapest_exact = cheapest_of(pa, {Strategy::gather, Strategy::owner, Strategy::gram_allreduce, Strategy::gram_restart_allreduce});
+  if (p.fused != FusedKind::none) pa.parts = sub_matrices(p, pa.layout);
+  if (p.expert) pa.expert_parallel = expert_parallelism(p, o);
   return pa;
 }
 

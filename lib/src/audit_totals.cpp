@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "audit_stages.hpp"
+#include "checked.hpp"
 
 namespace nsv {
 
@@ -49,32 +50,51 @@ struct RankSums {
     compute[r] += c.compute_s * static_cast<double>(times);
     latency[r] += c.latency_s * static_cast<double>(times);
     bandwidth[r] += c.bandwidth_s * static_cast<double>(times);
-    sent[r] += c.bytes_sent * times;
-    messages[r] += c.messages * times;
-    flops[r] += c.flops * times;
+    sent[r] = count(sent[r], c.bytes_sent, times, "bytes sent per step");
+    messages[r] = count(messages[r], c.messages, times, "messages per step");
+    flops[r] = count(flops[r], c.flops, times, "NS FLOPs per step");
+  }
+  static std::uint64_t count(std::uint64_t sum, std::uint64_t each, std::uint64_t times, const char* what) {
+    return detail::checked_add(sum, detail::checked_mul(each, times, what), what);
   }
   double time(std::size_t r) const { return compute[r] + latency[r] + bandwidth[r]; }
 };
 
-PlanTotals total_plan(const std::vector<ParamAudit>& params, const std::vector<Strategy>& choice, std::int64_t layers, int tp) {
+// Which matrices a sum covers: all of them, or the routed experts only.
+enum class Scope { all, experts };
+bool in_scope(const ParamAudit& pa, Scope s) { return s == Scope::all || pa.param.expert; }
+
+PlanTotals totals_of(const RankSums& sums, std::size_t n, PlanTotals t);
+
+PlanTotals total_plan(const std::vector<ParamAudit>& params, const std::vector<Strategy>& choice, std::int64_t layers, int tp,
+                      Scope scope = Scope::all) {
   PlanTotals t;
   t.choice = choice;
   const auto n = static_cast<std::size_t>(tp);
   RankSums sums(n);
   for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!in_scope(params[i], scope)) continue;
     const StrategyAudit& a = params[i].strategy(choice[i]);
     for (const auto& c : a.ranks) t.peak_extra_memory = std::max(t.peak_extra_memory, c.extra_memory);
+    const auto times = detail::checked_mul(static_cast<std::uint64_t>(layers), static_cast<std::uint64_t>(params[i].param.copies),
+                                           "matrices per step");
     if (choice[i] != Strategy::owner)
-      for (std::size_t r = 0; r < n; ++r) sums.add(r, a.ranks[r], static_cast<std::uint64_t>(layers));
+      for (std::size_t r = 0; r < n; ++r) sums.add(r, a.ranks[r], times);
   }
-  // Owners rotate over the owner-strategy matrices in layer order.
+  // Owners rotate over the owner-strategy matrices (every copy of each) in layer order.
   std::uint64_t owner_k = 0;
   for (std::int64_t l = 0; l < layers; ++l)
     for (std::size_t i = 0; i < params.size(); ++i) {
-      if (choice[i] != Strategy::owner) continue;
-      const auto& costs = params[i].strategy(choice[i]).by_owner[owner_k++ % n];
-      for (std::size_t r = 0; r < n; ++r) sums.add(r, costs[r], 1);
+      if (choice[i] != Strategy::owner || !in_scope(params[i], scope)) continue;
+      for (std::int64_t copy = 0; copy < params[i].param.copies; ++copy) {
+        const auto& costs = params[i].strategy(choice[i]).by_owner[owner_k++ % n];
+        for (std::size_t r = 0; r < n; ++r) sums.add(r, costs[r], 1);
+      }
     }
+  return totals_of(sums, n, std::move(t));
+}
+
+PlanTotals totals_of(const RankSums& sums, std::size_t n, PlanTotals t) {
   std::size_t slow = 0;
   for (std::size_t r = 0; r < n; ++r) {
     if (sums.time(r) > sums.time(slow)) slow = r;
@@ -88,6 +108,31 @@ PlanTotals total_plan(const std::vector<ParamAudit>& params, const std::vector<S
   t.bandwidth_s = sums.bandwidth[slow];
   t.step_time_s = sums.compute[slow] + sums.latency[slow] + sums.bandwidth[slow];
   return t;
+}
+
+// The routed experts under AutoTP's sharding (shard, and the faster exact strategy per matrix)
+// and under expert parallelism.
+ExpertTotals expert_totals(const ModelConfig& model, const std::vector<ParamAudit>& params, std::int64_t layers, int tp) {
+  ExpertTotals e;
+  e.deepspeed = model.family ? model.family->experts : ExpertPlacement::none;
+  std::vector<Strategy> shard, exact;
+  const auto n = static_cast<std::size_t>(tp);
+  RankSums ep(n);
+  for (const auto& pa : params) {
+    shard.push_back(Strategy::shard);
+    exact.push_back(pa.cheapest_bit_identical.value_or(Strategy::gather));
+    if (!pa.expert_parallel) continue;
+    e.matrices_per_step += pa.param.copies * layers;
+    for (std::size_t r = 0; r < n; ++r) ep.add(r, pa.expert_parallel->ranks[r], static_cast<std::uint64_t>(layers));
+  }
+  e.tensor_parallel_shard = total_plan(params, shard, layers, tp, Scope::experts);
+  e.tensor_parallel_shard.promise = tp == 1 ? Promise::bit_identical : Promise::none;
+  e.tensor_parallel_exact = total_plan(params, exact, layers, tp, Scope::experts);
+  e.tensor_parallel_exact.plan = Plan::cheapest_bit_identical;
+  e.tensor_parallel_exact.promise = Promise::bit_identical;
+  e.expert_parallel = totals_of(ep, n, PlanTotals{});
+  e.expert_parallel.promise = Promise::bit_identical;
+  return e;
 }
 
 // Every matrix's choice under each plan.
@@ -111,8 +156,15 @@ PlanChoices plan_choices(const std::vector<ParamAudit>& params) {
 }
 
 void add_plans(AuditTotals& t, const std::vector<ParamAudit>& params, std::int64_t layers, int tp) {
-  const std::size_t m = params.size();
-  auto uniform = [&](Strategy s) { return std::vector<Strategy>(m, s); };
+  // One strategy for every matrix it applies to; where it does not (the all-reduce strategies on a
+  // layout with replicated rows), the matrix's cheapest bit-identical strategy, so the plan keeps
+  // its promise (choice says which).
+  auto uniform = [&](Strategy s) {
+    std::vector<Strategy> choice;
+    for (const auto& pa : params)
+      choice.push_back(pa.strategy(s).applicable ? s : pa.cheapest_bit_identical.value_or(Strategy::gather));
+    return choice;
+  };
   auto add = [&](Plan plan, Promise promise, std::vector<Strategy> choice, bool partial = false) {
     PlanTotals p = total_plan(params, choice, layers, tp);
     p.plan = plan;
@@ -148,16 +200,18 @@ AuditTotals audit_totals(const ModelConfig& model, const std::vector<ParamAudit>
   t.non_muon_params = t.total_params - t.muon_params;
   std::uint64_t flops_all = 0, flops_ph = 0;
   for (const auto& pa : params) {
-    flops_all += pa.whole_ns_flops;
+    const auto flops = detail::checked_mul(pa.whole_ns_flops, static_cast<std::uint64_t>(pa.param.copies), "NS FLOPs per layer");
+    flops_all = detail::checked_add(flops_all, flops, "NS FLOPs per layer");
     if (pa.per_head_applies) {
-      flops_ph += pa.whole_ns_flops;
-      t.per_head_params += pa.param.elements() * layers;
+      flops_ph += flops;
+      t.per_head_params += pa.param.elements_per_layer() * layers;
     }
   }
-  t.ns_flops_whole_per_step = flops_all * static_cast<std::uint64_t>(layers);
+  t.ns_flops_whole_per_step = detail::checked_mul(flops_all, static_cast<std::uint64_t>(layers), "NS FLOPs per step");
   t.per_head_exact_fraction_params = t.muon_params ? double(t.per_head_params) / double(t.muon_params) : 0;
   t.per_head_exact_fraction_flops = flops_all ? double(flops_ph) / double(flops_all) : 0;
   add_plans(t, params, layers, o.tp);
+  if (model.dims.experts > 0) t.experts = expert_totals(model, params, layers, o.tp);
   return t;
 }
 

@@ -37,6 +37,17 @@ std::vector<std::int64_t> grain_sizes(std::int64_t dim, int tp, std::int64_t gra
   return sizes;
 }
 
+std::vector<std::int64_t> autotp_sizes(std::int64_t dim, int tp, std::int64_t kv_heads, std::int64_t grain) {
+  if (kv_heads > 0 && dim % kv_heads == 0) return head_aligned_sizes(dim, kv_heads, tp);
+  return grain_sizes(dim, tp, grain);
+}
+
+bool Layout::fully_replicated() const {
+  std::int64_t covered = 0;
+  for (const auto& r : replicated) covered += r.size();
+  return covered == dim && dim > 0;
+}
+
 std::int64_t Layout::width(int rank) const {
   std::int64_t w = 0;
   for (const auto& r : ranks.at(static_cast<std::size_t>(rank))) w += r.size();
@@ -54,20 +65,82 @@ Layout contiguous_layout(int axis, const std::vector<std::int64_t>& sizes) {
 }
 
 Layout fused_layout(int axis, const std::vector<std::vector<std::int64_t>>& part_sizes) {
-  if (axis != 0 && axis != 1) throw std::invalid_argument("axis must be 0 (rows) or 1 (cols)");
   if (part_sizes.empty() || part_sizes[0].empty()) throw std::invalid_argument("a layout needs at least one rank");
+  std::vector<FusedPart> parts;
+  for (const auto& sizes : part_sizes) {
+    std::int64_t size = 0;
+    for (std::int64_t s : sizes) size += s;
+    parts.push_back({size, sizes});
+  }
+  return fused_layout(axis, static_cast<int>(part_sizes[0].size()), parts);
+}
+
+Layout fused_layout(int axis, int tp, const std::vector<FusedPart>& parts) {
+  if (axis != 0 && axis != 1) throw std::invalid_argument("axis must be 0 (rows) or 1 (cols)");
+  check_tp(tp);
+  if (parts.empty()) throw std::invalid_argument("a fused layout needs at least one part");
   Layout layout;
   layout.axis = axis;
-  layout.ranks.resize(part_sizes[0].size());
-  for (const auto& sizes : part_sizes) {
-    if (sizes.size() != layout.ranks.size()) throw std::invalid_argument("every fused part needs one size per rank");
-    for (std::size_t r = 0; r < sizes.size(); ++r) {
-      if (sizes[r] < 0) throw std::invalid_argument("negative shard size");
-      if (sizes[r] > 0) layout.ranks[r].push_back({layout.dim, layout.dim + sizes[r]});
-      layout.dim += sizes[r];
+  layout.ranks.resize(static_cast<std::size_t>(tp));
+  for (const auto& part : parts) {
+    if (part.size < 0) throw std::invalid_argument("negative part size");
+    if (part.rank_sizes.empty()) {  // replicated: every rank holds the whole part
+      if (part.size > 0) {
+        const Range whole{layout.dim, layout.dim + part.size};
+        for (auto& pieces : layout.ranks) pieces.push_back(whole);
+        layout.replicated.push_back(whole);
+      }
+      layout.dim += part.size;
+      continue;
     }
+    if (part.rank_sizes.size() != layout.ranks.size()) throw std::invalid_argument("every fused part needs one size per rank");
+    std::int64_t sum = 0;
+    for (std::size_t r = 0; r < part.rank_sizes.size(); ++r) {
+      const std::int64_t s = part.rank_sizes[r];
+      if (s < 0) throw std::invalid_argument("negative shard size");
+      if (s > 0) layout.ranks[r].push_back({layout.dim, layout.dim + s});
+      layout.dim += s;
+      sum += s;
+    }
+    if (sum != part.size)
+      throw std::invalid_argument("a fused part of " + std::to_string(part.size) + " is split into sizes summing to " +
+                                  std::to_string(sum));
   }
   return layout;
+}
+
+Layout replicated_layout(int axis, std::int64_t dim, int tp) {
+  if (dim < 1) throw std::invalid_argument("a replicated layout needs a positive dimension, got " + std::to_string(dim));
+  return fused_layout(axis, tp, {FusedPart{dim, {}}});
+}
+
+Layout autotp_fused_layout(FusedKind kind, const std::vector<std::int64_t>& part_rows, int tp, std::int64_t kv_heads,
+                           std::int64_t grain) {
+  check_tp(tp);
+  if (part_rows.empty()) throw std::invalid_argument("a fused layout needs at least one part");
+  std::int64_t rows = 0;
+  for (std::int64_t p : part_rows) {
+    if (p < 1) throw std::invalid_argument("a fused part needs a positive size, got " + std::to_string(p));
+    rows += p;
+  }
+  std::vector<FusedPart> parts;
+  switch (kind) {
+    case FusedKind::none: throw std::invalid_argument("autotp_fused_layout: not a fused matrix");
+    case FusedKind::glm:
+    case FusedKind::phi3:
+      for (std::int64_t p : part_rows) parts.push_back({p, autotp_sizes(p, tp, kv_heads, grain)});
+      break;
+    case FusedKind::bloom: parts.push_back({rows, autotp_sizes(rows, tp, kv_heads, grain)}); break;
+    case FusedKind::bigcode:
+      if (part_rows.size() < 2) throw std::invalid_argument("a bigcode layout needs Q and at least one replicated part");
+      parts.push_back({part_rows[0], autotp_sizes(part_rows[0], tp, kv_heads, grain)});
+      for (std::size_t i = 1; i < part_rows.size(); ++i) parts.push_back({part_rows[i], {}});
+      break;
+    case FusedKind::gate_up:
+      for (std::int64_t p : part_rows) parts.push_back({p, grain_sizes(p, tp, grain)});
+      break;
+  }
+  return fused_layout(0, tp, parts);
 }
 
 Layout even_layout(int axis, std::int64_t dim, int tp) { return contiguous_layout(axis, grain_sizes(dim, tp, 1)); }
@@ -87,13 +160,45 @@ HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv
   return g;
 }
 
+FusedGeometry fused_geometry(FusedKind kind, std::int64_t rows, std::int64_t heads, std::int64_t kv_heads) {
+  FusedGeometry g;
+  if (kind == FusedKind::none) throw InvalidField("fused", "must name a fused layout");
+  if (kind == FusedKind::gate_up) {
+    if (heads != 0 || kv_heads != 0) throw InvalidField("heads", "a fused gate_up matrix has no heads, got " + std::to_string(heads));
+    if (rows < 2 || rows % 2 != 0) throw InvalidField("rows", "a fused [gate; up] matrix needs an even row count, got " + std::to_string(rows));
+    g.part_rows = {rows / 2, rows / 2};
+    return g;
+  }
+  if (heads < 1) throw InvalidField("heads", "a fused q/k/v matrix needs its query head count, got " + std::to_string(heads));
+  const std::int64_t kv = kv_heads == 0 ? (kind == FusedKind::bigcode ? 1 : heads) : kv_heads;
+  if (kv < 1 || heads % kv != 0)
+    throw InvalidField("kv_heads", std::to_string(kv) + " does not divide the " + std::to_string(heads) + " query heads");
+  if (kind == FusedKind::bigcode && kv != 1)
+    throw InvalidField("kv_heads", "the bigcode layout has one shared K and V head (multi-query), got " + std::to_string(kv));
+  const std::int64_t units = heads + 2 * kv;
+  if (rows % units != 0)
+    throw InvalidField("rows", std::to_string(rows) + " rows are not " + std::to_string(units) + " heads (" + std::to_string(heads) +
+                                   " query + 2 x " + std::to_string(kv) + " KV) of equal size");
+  g.head_dim = rows / units;
+  g.part_rows = {heads * g.head_dim, kv * g.head_dim, kv * g.head_dim};
+  g.autotp_kv_heads = kind == FusedKind::bloom || kind == FusedKind::bigcode ? heads : kv;
+  return g;
+}
+
 Layout autotp_layout(int axis, std::int64_t dim, int tp, std::int64_t kv_groups, std::int64_t grain) {
   const auto sizes = kv_groups > 0 ? head_aligned_sizes(dim, kv_groups, tp) : grain_sizes(dim, tp, grain);
   return contiguous_layout(axis, sizes);
 }
 
 Layout autotp_layout(const MuonParam& p, int tp, std::int64_t grain) {
-  return autotp_layout(p.split_axis, p.split_axis == 0 ? p.rows : p.cols, tp, p.kv_groups, grain);
+  const std::int64_t dim = p.split_axis == 0 ? p.rows : p.cols;
+  if (p.role == Role::replicated) return replicated_layout(p.split_axis, dim, tp);
+  if (p.fused != FusedKind::none) {
+    std::vector<std::int64_t> part_rows;
+    for (const auto& s : p.parts) part_rows.push_back(s.rows);
+    return autotp_fused_layout(p.fused, part_rows, tp, p.kv_groups, grain);
+  }
+  return contiguous_layout(p.split_axis, autotp_sizes(dim, tp, p.kv_groups, grain));
 }
 
 std::vector<MatD> split(const MatD& m, const Layout& layout) {

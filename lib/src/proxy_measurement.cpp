@@ -31,6 +31,7 @@ std::int64_t smallest_scale(std::int64_t elements, std::int64_t max_elements) {
 std::int64_t exact_scale(const MuonParam& p, std::int64_t f) {
   std::int64_t common = std::gcd(p.rows, p.cols);
   if (p.head_dim > 0) common = std::gcd(common, p.head_dim);
+  for (const auto& part : p.parts) common = std::gcd(common, part.rows);  // a fused matrix's sub-matrices
   for (std::int64_t k = f; k <= common; ++k)
     if (common % k == 0) return k;
   return 0;
@@ -52,6 +53,13 @@ MuonParam rounded_proxy(const MuonParam& p, std::int64_t k) {
     q.rows = shrink(p.rows);
     q.cols = shrink(p.cols);
   }
+  if (!p.parts.empty()) {  // a fused matrix: each sub-matrix shrunk as its rows are (whole heads kept)
+    q.rows = 0;
+    for (auto& part : q.parts) {
+      part.rows = part.has_heads && p.head_dim > 0 ? part.rows / p.head_dim * q.head_dim : shrink(part.rows);
+      q.rows += part.rows;
+    }
+  }
   return q;
 }
 
@@ -64,6 +72,7 @@ MuonParam scaled_down(const MuonParam& p, std::int64_t max_elements, ShardDiverg
     q.rows = p.rows / exact;
     q.cols = p.cols / exact;
     q.head_dim = p.head_dim / exact;
+    for (auto& part : q.parts) part.rows /= exact;
     return q;
   }
   d.proxy_exact_ratio = false;

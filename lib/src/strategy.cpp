@@ -84,10 +84,17 @@ std::string per_head_inapplicable_reason(const Layout& layout, std::int64_t head
            "input axis, which per-head NS does not batch over (o_proj, down_proj). Use gather, owner or "
            "gram_allreduce for this matrix.";
   if (head_dim < 1) return "per_head needs the head dimension of a matrix with heads on dim 0 (head_dim = 0)";
-  for (int r = 0; r < layout.tp(); ++r)
+  for (int r = 0; r < layout.tp(); ++r) {
     if (layout.width(r) % head_dim != 0)
       return "per_head: rank " + std::to_string(r) + " holds " + std::to_string(layout.width(r)) +
              " rows, not a whole number of heads of " + std::to_string(head_dim) + " rows; the shards must be head-aligned";
+    // A fused layout's pieces must each start on a head boundary, or a rank's head blocks
+    // straddle two heads of the whole matrix although its width is a multiple of head_dim.
+    for (const auto& piece : layout.ranks[static_cast<std::size_t>(r)])
+      if (piece.begin % head_dim != 0 || piece.size() % head_dim != 0)
+        return "per_head: rank " + std::to_string(r) + " holds rows [" + std::to_string(piece.begin) + ", " +
+               std::to_string(piece.end) + "), which do not start and end on heads of " + std::to_string(head_dim) + " rows";
+  }
   return {};
 }
 
@@ -132,14 +139,25 @@ Promise promise_of(Strategy s) { return strategy_record(s).promise; }
 Promise promise_on(Strategy s, const Layout& layout) {
   const StrategyRecord& r = strategy_record(s);
   switch (r.operand) {
-    case Operand::own_shard: return nonempty_ranks(layout) <= 1 ? Promise::bit_identical : r.promise;
+    case Operand::own_shard:
+      return nonempty_ranks(layout) <= 1 || layout.fully_replicated() ? Promise::bit_identical : r.promise;
     case Operand::sharded_frame: return layout.tp() == 1 ? Promise::bit_identical : r.promise;
     default: return r.promise;
   }
 }
 
 std::string inapplicable_reason(Strategy s, const Layout& layout, std::int64_t head_dim) {
-  return strategy_record(s).operand == Operand::own_heads ? per_head_inapplicable_reason(layout, head_dim) : std::string{};
+  switch (strategy_record(s).operand) {
+    case Operand::own_heads: return per_head_inapplicable_reason(layout, head_dim);
+    case Operand::sharded_frame:
+      // The all-reduced Gram sums every rank's shard: rows every rank holds would count tp times.
+      if (layout.has_replicas() && layout.tp() > 1)
+        return std::string(strategy_record(s).name) +
+               " needs every row or column on exactly one rank: this layout replicates some on every rank, which "
+               "the all-reduced Gram matrix would count once per rank. Use gather or owner for this matrix.";
+      return {};
+    default: return {};
+  }
 }
 
 }  // namespace nsv

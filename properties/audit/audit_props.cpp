@@ -65,17 +65,19 @@ BOOST_AUTO_TEST_CASE(every_bundled_config_audits_in_seconds_with_the_published_c
           BOOST_TEST(seconds < 2.0);
           BOOST_TEST(a.totals.muon_params == m.muon_per_layer * m.layers);
           BOOST_TEST(a.totals.muon_params_per_layer == m.muon_per_layer);
-          BOOST_TEST(a.totals.total_params == m.total);
+          BOOST_TEST(a.totals.total_params + m.stored_twice == m.total);
           std::int64_t sum = 0;
           for (const auto& p : a.params) {
-            std::int64_t along = 0;
+            std::int64_t along = 0, replicated = 0;
             for (auto w : p.shard_sizes) along += w;
-            BOOST_TEST(along == (p.param.split_axis == 0 ? p.param.rows : p.param.cols));  // shards cover the axis
-            sum += p.param.elements();
+            for (const auto& r : p.layout.replicated) replicated += r.size();
+            // shards cover the axis, replicated rows once per rank
+            BOOST_TEST(along == (p.param.split_axis == 0 ? p.param.rows : p.param.cols) + (tp - 1) * replicated);
+            sum += p.param.elements_per_layer();
           }
           BOOST_TEST(sum == m.muon_per_layer);
           BOOST_TEST(j["totals"]["muon_params"].get<std::int64_t>() == m.muon_per_layer * m.layers);
-          BOOST_TEST(contains(md, "| q_proj |"));
+          BOOST_TEST(contains(md, "| " + a.params.front().param.name + " |"));
           BOOST_TEST(!recommendation_text(a).empty());
         }
       }
@@ -101,6 +103,106 @@ BOOST_AUTO_TEST_CASE(bad_options_name_the_field) {
       BOOST_TEST(!contains(e.what(), "--"), e.what());
     }
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(new_families_at_tp_8)
+
+// Falcon-7B: AutoTP's bloom cut of query_key_value by the grain rule (71 does not divide 4672)
+// gives every rank 584 rows, through heads: per_head does not apply; the last rank holds the
+// tail of Q with K and V. dense: 71 heads of 64 columns, 9 on ranks 0-6 and 8 on rank 7.
+BOOST_AUTO_TEST_CASE(falcon_7b_fused_qkv_is_cut_through_heads) {
+  const AuditResult a = run_audit(load_model_config(model_path("falcon-7b")), options(8));
+  const auto& qkv = param(a, "query_key_value");
+  BOOST_TEST(qkv.shard_sizes == std::vector<std::int64_t>(8, 584), boost::test_tools::per_element());
+  BOOST_TEST(!qkv.per_head_applies);
+  BOOST_TEST(qkv.parts[0].rows_per_rank.back() == 4544 - 7 * 584);
+  BOOST_TEST(qkv.parts[1].rows_per_rank == (std::vector<std::int64_t>{0, 0, 0, 0, 0, 0, 0, 64}), boost::test_tools::per_element());
+  BOOST_TEST(qkv.parts[0].mixed_under_shard);
+  BOOST_TEST(!qkv.parts[0].whole_heads);
+  BOOST_TEST(param(a, "dense").shard_sizes == (std::vector<std::int64_t>{576, 576, 576, 576, 576, 576, 576, 512}),
+             boost::test_tools::per_element());
+  BOOST_TEST(a.totals.per_head_exact_fraction_params == 0.0);
+}
+
+// Phi-3-mini: Q, K, V of 32 heads of 96 each split into 4 heads per rank and re-concatenated
+// (3 x 384 rows); gate and up halves into 1024 rows each. per_head applies to qkv_proj.
+BOOST_AUTO_TEST_CASE(phi3_fused_qkv_holds_whole_heads_and_gate_up_matching_halves) {
+  const AuditResult a = run_audit(load_model_config(model_path("phi-3-mini-4k-instruct")), options(8));
+  const auto& qkv = param(a, "qkv_proj");
+  BOOST_TEST(qkv.shard_sizes == std::vector<std::int64_t>(8, 3 * 384), boost::test_tools::per_element());
+  BOOST_TEST(qkv.per_head_applies);
+  for (const auto& part : qkv.parts) {
+    BOOST_TEST(part.whole_heads);
+    BOOST_TEST(part.mixed_under_shard);
+    BOOST_TEST(part.rows_per_rank == std::vector<std::int64_t>(8, 384), boost::test_tools::per_element());
+  }
+  const auto& gate_up = param(a, "gate_up_proj");
+  BOOST_TEST(gate_up.shard_sizes == std::vector<std::int64_t>(8, 2048), boost::test_tools::per_element());
+  BOOST_TEST(gate_up.parts[0].rows_per_rank == gate_up.parts[1].rows_per_rank, boost::test_tools::per_element());
+  BOOST_TEST(!gate_up.per_head_applies);
+  // q, k, v: 9216 x 3072 of 113,246,208 per layer.
+  BOOST_TEST(a.totals.per_head_exact_fraction_params == 9216.0 * 3072 / 113246208.0, boost::test_tools::tolerance(1e-12));
+}
+
+// StarCoder: c_attn's Q split into 6 heads of 128 per rank, K and V (one head each) on every rank;
+// per_head applies, the all-reduce strategies do not.
+BOOST_AUTO_TEST_CASE(starcoder_bigcode_cut_replicates_kv) {
+  const AuditResult a = run_audit(load_model_config(model_path("starcoder")), options(8));
+  const auto& c_attn = param(a, "attn.c_attn");
+  BOOST_TEST(c_attn.shard_sizes == std::vector<std::int64_t>(8, 6 * 128 + 2 * 128), boost::test_tools::per_element());
+  BOOST_TEST(c_attn.parts[1].replicated);
+  BOOST_TEST(c_attn.parts[2].replicated);
+  BOOST_TEST(!c_attn.parts[0].replicated);
+  BOOST_TEST(c_attn.per_head_applies);
+  BOOST_TEST(!c_attn.strategy(Strategy::gram_allreduce).applicable);
+  BOOST_TEST((plan(a, "gram_allreduce").choice.front() != Strategy::gram_allreduce));  // its fallback for c_attn
+}
+
+// Mixtral: the router is whole on every rank (shard is exact and sends nothing); the 8 experts of
+// each matrix: one per rank under expert parallelism, exact with no communication, against
+// AutoTP's sharding of every expert.
+BOOST_AUTO_TEST_CASE(mixtral_router_replicated_and_experts_one_per_rank) {
+  const AuditResult a = run_audit(load_model_config(model_path("mixtral-8x7b-v0.1")), options(8));
+  const auto& router = param(a, "block_sparse_moe.gate");
+  BOOST_TEST((router.strategy(Strategy::shard).promise == Promise::bit_identical));
+  BOOST_TEST((router.cheapest_bit_identical == Strategy::shard));
+  for (const auto& r : router.strategy(Strategy::shard).ranks) BOOST_TEST(r.bytes_sent == 0u);
+  const auto& w1 = param(a, "experts.w1");
+  BOOST_TEST(w1.param.copies == 8);
+  BOOST_TEST(w1.expert_parallel->experts_per_rank == std::vector<std::int64_t>(8, 1), boost::test_tools::per_element());
+  BOOST_TEST(w1.expert_parallel->ranks[0].flops == w1.whole_ns_flops);
+  BOOST_TEST(w1.shard_sizes == std::vector<std::int64_t>(8, 1792), boost::test_tools::per_element());  // 14336 / 8
+  const ExpertTotals& e = *a.totals.experts;
+  BOOST_TEST(e.matrices_per_step == 3 * 8 * 32);
+  BOOST_TEST(e.expert_parallel.bytes_sent_max_rank == 0u);
+  BOOST_TEST((e.expert_parallel.promise == Promise::bit_identical));
+  BOOST_TEST(e.tensor_parallel_exact.bytes_sent_max_rank > 0u);
+  BOOST_TEST((e.deepspeed == ExpertPlacement::expert_parallel));
+  // Each rank orthogonalizes one whole copy of each expert matrix per layer: 32 x (w1 + w3 + w2).
+  BOOST_TEST(e.expert_parallel.flops_max_rank ==
+             32 * (w1.whole_ns_flops + param(a, "experts.w3").whole_ns_flops + param(a, "experts.w2").whole_ns_flops));
+}
+
+// Qwen1.5-MoE: 60 experts over 8 ranks, 8 on ranks 0-3 and 7 on 4-7; the shared expert is not a
+// routed one and stays tensor-parallel.
+BOOST_AUTO_TEST_CASE(qwen_moe_sixty_experts_over_eight_ranks) {
+  const AuditResult a = run_audit(load_model_config(model_path("qwen1.5-moe-a2.7b")), options(8));
+  BOOST_TEST(param(a, "experts.up_proj").expert_parallel->experts_per_rank == (std::vector<std::int64_t>{8, 8, 8, 8, 7, 7, 7, 7}),
+             boost::test_tools::per_element());
+  BOOST_TEST(!param(a, "shared_expert.up_proj").expert_parallel);
+  BOOST_TEST(a.totals.experts->matrices_per_step == 3 * 60 * 24);
+}
+
+// Gemma-2-9B: head_dim 256 explicit, 16 x 256 = 4096 rows of q_proj against hidden 3584; 8 KV
+// heads, one per rank.
+BOOST_AUTO_TEST_CASE(gemma2_explicit_head_dim) {
+  const AuditResult a = run_audit(load_model_config(model_path("gemma-2-9b")), options(8));
+  BOOST_TEST(param(a, "q_proj").shard_sizes == std::vector<std::int64_t>(8, 512), boost::test_tools::per_element());
+  BOOST_TEST(param(a, "k_proj").shard_sizes == std::vector<std::int64_t>(8, 256), boost::test_tools::per_element());
+  BOOST_TEST(param(a, "o_proj").param.cols == 4096);
+  BOOST_TEST(param(a, "q_proj").per_head_applies);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

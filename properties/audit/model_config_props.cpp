@@ -9,6 +9,7 @@
 #include "audit_support.hpp"
 #include "published_models.hpp"
 #include "check.hpp"
+#include "nsv/input_file.hpp"
 #include "nsv/model_config.hpp"
 
 using nlohmann::json;
@@ -60,7 +61,7 @@ BOOST_AUTO_TEST_CASE(every_bundled_config_has_the_published_dimensions_and_count
       BOOST_TEST(c.dims.name == m.stem);
       BOOST_TEST(c.muon_params_per_layer() == m.muon_per_layer);
       BOOST_TEST(c.muon_params() == m.muon_per_layer * m.layers);
-      BOOST_TEST(c.total_params() == m.total);
+      BOOST_TEST(c.total_params() + m.stored_twice == m.total);
       ++seen;
     }
   }
@@ -79,6 +80,43 @@ BOOST_AUTO_TEST_CASE(llama_3_8b_per_layer_by_hand) {
   BOOST_TEST(params.size() == 7u);
   BOOST_TEST(params[1].rows == 1024);  // k_proj: 8 KV heads of 128
   BOOST_TEST(params[4].rows == 14336);
+}
+
+// The matrices of the new families, against their published shapes (config.json, the models'
+// modeling code): fused projections and their sub-matrices, routers, experts.
+BOOST_AUTO_TEST_CASE(fused_and_moe_layers_have_their_published_matrices) {
+  const auto phi3 = load_model_config(model_path("phi-3-mini-4k-instruct")).layer_params();
+  BOOST_TEST(phi3.size() == 4u);
+  BOOST_TEST((phi3[0].fused == FusedKind::phi3));
+  BOOST_TEST(phi3[0].rows == 9216);
+  BOOST_TEST(phi3[0].parts.size() == 3u);
+  BOOST_TEST(phi3[0].parts[0].rows == 3072);
+  BOOST_TEST(phi3[0].parts[2].rows == 3072);
+  BOOST_TEST((phi3[2].fused == FusedKind::gate_up));
+  BOOST_TEST(phi3[2].parts[1].rows == 8192);
+  const auto falcon = load_model_config(model_path("falcon-7b")).layer_params();
+  BOOST_TEST((falcon[0].fused == FusedKind::bloom));
+  BOOST_TEST(falcon[0].parts[1].rows == 64);  // one KV head (multi-query)
+  BOOST_TEST(falcon[0].kv_groups == 71);      // FalconConfig's num_kv_heads, which AutoTP splits by
+  const auto star = load_model_config(model_path("starcoder")).layer_params();
+  BOOST_TEST((star[0].fused == FusedKind::bigcode));
+  BOOST_TEST(star[0].rows == 6400);
+  const auto mixtral = load_model_config(model_path("mixtral-8x7b-v0.1")).layer_params();
+  BOOST_TEST(mixtral.size() == 8u);
+  BOOST_TEST((mixtral[4].role == Role::replicated));
+  BOOST_TEST(mixtral[4].rows == 8);
+  BOOST_TEST(mixtral[5].copies == 8);
+  BOOST_TEST(mixtral[5].expert);
+  BOOST_TEST((mixtral[7].role == Role::row_parallel));
+  BOOST_TEST(mixtral[7].kv_groups == 0);  // w2: the grain rule (a MoE name)
+  const auto qwen = load_model_config(model_path("qwen1.5-moe-a2.7b")).layer_params();
+  BOOST_TEST(qwen.size() == 12u);
+  BOOST_TEST(qwen[5].copies == 60);
+  BOOST_TEST(!qwen[8].expert);  // the shared expert is not a routed one
+  BOOST_TEST(qwen[11].rows == 1);
+  const auto gemma = load_model_config(model_path("gemma-2-9b")).layer_params();
+  BOOST_TEST(gemma[0].rows == 4096);  // 16 heads x head_dim 256, not hidden 3584
+  BOOST_TEST(gemma[3].cols == 4096);
 }
 
 BOOST_AUTO_TEST_CASE(qwen2_biases_are_counted_but_not_muon) {
@@ -166,7 +204,7 @@ BOOST_AUTO_TEST_CASE(ill_typed_fields_are_named_with_what_was_found) {
 }
 
 BOOST_AUTO_TEST_CASE(unknown_architectures_are_named) {
-  for (const char* arch : {"GPT2LMHeadModel", "MixtralForCausalLM", "Qwen2MoeForCausalLM", "DeepseekV3ForCausalLM"}) {
+  for (const char* arch : {"GPT2LMHeadModel", "BloomForCausalLM", "ChatGLMModel", "DeepseekV3ForCausalLM"}) {
     json j = valid_config();
     j["architectures"] = {arch};
     j.erase("model_type");
@@ -182,6 +220,65 @@ BOOST_AUTO_TEST_CASE(unknown_architectures_are_named) {
   j = valid_config();
   j["architectures"] = "LlamaForCausalLM";  // a string, not a list
   check_mentions(error_of([&] { parse_model_config(j, "s.json"); }), {"s.json", "architectures"});
+}
+
+// The refusal of an unsupported model names every family that is supported.
+BOOST_AUTO_TEST_CASE(an_unsupported_model_is_refused_with_the_list_of_supported_ones) {
+  json j = valid_config();
+  j["architectures"] = {"JambaForCausalLM"};
+  j.erase("model_type");
+  const std::string m = error_of([&] { parse_model_config(j, "jamba.json"); });
+  for (const char* supported : {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "GemmaForCausalLM",
+                                "Gemma2ForCausalLM", "Phi3ForCausalLM", "FalconForCausalLM", "MixtralForCausalLM",
+                                "Qwen2MoeForCausalLM", "GPTBigCodeForCausalLM"})
+    check_mentions(m, {"jamba.json", "JambaForCausalLM", supported});
+}
+
+// A value nested 100,000 levels deep is described by its kind, never printed whole (printing it
+// would recurse that deep), and the message stays short.
+BOOST_AUTO_TEST_CASE(a_deeply_nested_value_is_described_not_printed) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  json j = valid_config();
+  j["hidden_size"] = json::parse(deep);
+  const std::string m = error_of([&] { parse_model_config(j, "deep.json"); });
+  check_mentions(m, {"deep.json", "hidden_size", "an array"});
+  BOOST_TEST(m.size() < 300u);
+  const std::string path = write_scratch("deep.json", R"({"architectures": )" + deep + "}");
+  check_mentions(error_of([&] { load_model_config(path); }), {path, "architectures"});
+}
+
+// Counts that would pass 2^63 are refused before anything is computed from them: 4096 experts of
+// 2^20 x 2^20 over 100,000 layers, every field within its own limit.
+BOOST_AUTO_TEST_CASE(a_config_too_large_to_count_is_refused_not_wrapped) {
+  json j = valid_config();
+  j["architectures"] = {"MixtralForCausalLM"};
+  j["model_type"] = "mixtral";
+  j["hidden_size"] = 1 << 20;
+  j["num_attention_heads"] = 1 << 10;
+  j["num_key_value_heads"] = 1 << 10;
+  j["intermediate_size"] = 1 << 20;
+  j["num_hidden_layers"] = 100000;
+  j["num_local_experts"] = 4096;
+  check_mentions(error_of([&] { parse_model_config(j, "huge.json"); }), {"huge.json", "too large to count", "64 bits"});
+}
+
+// Layouts a family record does not cover are refused with the field that says so.
+BOOST_AUTO_TEST_CASE(family_variants_outside_the_records_are_named) {
+  const json falcon = json::parse(read_input_file(model_path("falcon-7b"), "config"));
+  json f40 = falcon;
+  f40["new_decoder_architecture"] = true;
+  check_mentions(error_of([&] { parse_model_config(f40, "f40.json"); }), {"f40.json", "new_decoder_architecture"});
+  const json starcoder = json::parse(read_input_file(model_path("starcoder"), "config"));
+  json mha = starcoder;
+  mha["multi_query"] = false;
+  check_mentions(error_of([&] { parse_model_config(mha, "mha.json"); }), {"mha.json", "multi_query"});
+  const json qwen = json::parse(read_input_file(model_path("qwen1.5-moe-a2.7b"), "config"));
+  json sparse = qwen;
+  sparse["decoder_sparse_step"] = 2;
+  check_mentions(error_of([&] { parse_model_config(sparse, "s.json"); }), {"s.json", "decoder_sparse_step"});
+  json no_experts = qwen;
+  no_experts.erase("num_experts");
+  check_mentions(error_of([&] { parse_model_config(no_experts, "n.json"); }), {"n.json", "num_experts", "missing"});
 }
 
 BOOST_AUTO_TEST_CASE(inconsistent_values_are_explained) {
@@ -247,14 +344,14 @@ BOOST_AUTO_TEST_CASE(nsv_audit_rejects_bad_configs_with_a_clear_message) {
   json typed = valid_config();
   typed["num_hidden_layers"] = "32";
   json arch = valid_config();
-  arch["architectures"] = {"MixtralForCausalLM"};
+  arch["architectures"] = {"DeepseekV3ForCausalLM"};
   arch.erase("model_type");
   json gqa = valid_config();
   gqa["num_key_value_heads"] = 6;
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {write_scratch("missing.json", missing.dump()), {"intermediate_size", "missing"}},
       {write_scratch("typed.json", typed.dump()), {"num_hidden_layers", "string"}},
-      {write_scratch("arch.json", arch.dump()), {"MixtralForCausalLM", "unsupported architecture"}},
+      {write_scratch("arch.json", arch.dump()), {"DeepseekV3ForCausalLM", "unsupported architecture", "MixtralForCausalLM"}},
       {write_scratch("gqa.json", gqa.dump()), {"num_key_value_heads (6)", "divisible"}},
       {write_scratch("malformed.json", "{\"hidden_size\": 4096,,}"), {"malformed JSON", "parse error"}},
       {(scratch_dir() / "absent.json").string(), {"cannot open"}},

@@ -9,6 +9,7 @@
 
 #include "generators/configs.hpp"
 #include "generators/tiers.hpp"
+#include "block_checks.hpp"
 #include "check.hpp"
 #include "layout_generators.hpp"
 #include "nsv/muon.hpp"
@@ -25,14 +26,6 @@ namespace {
 // exact claims hold for all of them.
 rc::Gen<NsConfig> any_config() { return nsv::props::ns_configs(); }
 
-void assert_blocks_identical(const StrategyRun& run, const MatD& target, const Layout& layout, const std::string& what) {
-  const auto blocks = split(target, layout);
-  for (int r = 0; r < layout.tp(); ++r)
-    RC_ASSERT_BIT_IDENTICAL(run.outputs[static_cast<std::size_t>(r)], blocks[static_cast<std::size_t>(r)], DType::fp32,
-                            what + ", rank " + std::to_string(r) + " (" + layout_text(layout) + ")");
-  // and the library's own summary agrees
-  RC_ASSERT(compare_with_target(run, target, layout).bit_identical);
-}
 
 }  // namespace
 

@@ -41,7 +41,7 @@ struct AuditCommand {
     if (measure) {
       engine = make_backend(backend);
       o.backend = engine.get();
-      progress = std::make_unique<Progress>("measuring shard divergence", llama_layer_params(model.dims).size(), !quiet);
+      progress = std::make_unique<Progress>("measuring shard divergence", model.layer_params().size(), !quiet);
       o.on_measured = [&progress] { progress->advance(); };
     }
     const AuditResult a = run_audit(model, o);

@@ -18,6 +18,7 @@
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
+#include "nsv/input_file.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/strategy.hpp"
 #include "report_audits.hpp"
@@ -84,7 +85,7 @@ json strategy_table() {
 struct ReportCommand {
   std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, python = "/usr/bin/python3",
               plot_script = "tools/plot_report.py", render_script = "tools/report/render_report.py";
-  bool quick = false, quiet = false, no_plots = false, resume = false;
+  bool quick = false, quiet = false, no_plots = false, resume = false, audits_only = false;
   int threads = 0;
 
   json report;  // report.json
@@ -110,7 +111,21 @@ struct ReportCommand {
     if (!quiet) std::fprintf(stderr, "nsv report: %s done in %.1f s\n", what.c_str(), s);
   }
 
+  // --audits-only: the audits into an existing report (report.json's other sections kept), then
+  // the figures and README.md again.
+  void run_audits_only() {
+    const std::string path = (fs::path(out_dir) / "report.json").string();
+    report = json::parse(read_input_file(path, "report"));
+    report["audits"] = run_report_audits(models, make_report_plan(quick).audit_tps, out_dir);
+    write_report_json();
+    report["run"]["plot_note"] = run_plots();
+    write_report_json();
+    render_readme();
+    std::printf("wrote %s/audit/ and %s/README.md\n", out_dir.c_str(), out_dir.c_str());
+  }
+
   void run() {
+    if (audits_only) return run_audits_only();
     const ReportPlan plan = make_report_plan(quick);
     // Check every input before writing anything.
     for (const SweepSpec* s : {&plan.main, &plan.seed, &plan.aspect, &plan.spectrum}) plan_sweep(*s);
@@ -163,7 +178,7 @@ struct ReportCommand {
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
 
   void write_report_json() {
-    report["run"]["seconds"] = elapsed();
+    if (!audits_only) report["run"]["seconds"] = elapsed();  // --audits-only keeps the full run's time
     write_file_atomically((fs::path(out_dir) / "report.json").string(), report.dump(1) + "\n");
   }
 
@@ -221,6 +236,9 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--render-script", st->render_script, "the README renderer")->capture_default_str();
   cmd->add_flag("--no-plots", st->no_plots, "skip the figures");
   cmd->add_flag("--resume", st->resume, "continue interrupted sweeps from the CSVs already in --out-dir");
+  cmd->add_flag("--audits-only", st->audits_only,
+                "rerun only the model audits into the report already in --out-dir (its report.json kept otherwise), "
+                "then redraw the figures and README.md");
   cmd->add_option("--threads", st->threads, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")->check(thread_count());
   cmd->add_flag("--quiet", st->quiet, "no progress output");
   cmd->callback([st] { st->run(); });

@@ -40,11 +40,40 @@ std::string failure_text(const std::exception& e) {
   return e.what();
 }
 
+// What the report's tables say of one audit: the per-head-exact share, the fastest bit-identical
+// plan against today's shard path, the fused matrices and whether per_head applies to them, and
+// for MoE models the two placements of the routed experts.
+json summary_of(const AuditResult& a) {
+  const Recommendation& r = a.recommendation;
+  json fused = json::array();
+  for (const auto& pa : a.params)
+    if (!pa.parts.empty())
+      fused.push_back({{"matrix", pa.param.name}, {"kind", fused_kind_name(pa.param.fused)}, {"per_head_applies", pa.per_head_applies}});
+  json experts = nullptr;
+  if (const auto& e = a.totals.experts)
+    experts = {{"deepspeed", expert_placement_name(e->deepspeed)},
+               {"expert_parallel_s", e->expert_parallel.step_time_s},
+               {"tensor_parallel_exact_s", e->tensor_parallel_exact.step_time_s},
+               {"tensor_parallel_shard_s", e->tensor_parallel_shard.step_time_s},
+               {"tensor_parallel_exact_bytes", e->tensor_parallel_exact.bytes_sent_max_rank}};
+  return {{"family", a.model.model_type},
+          {"per_head_fraction_params", r.per_head_fraction_params},
+          {"per_head_fraction_flops", r.per_head_fraction_flops},
+          {"shard_step_time_s", r.shard_step_time_s},
+          {"bit_identical_plan", plan_name(r.bit_identical.plan)},
+          {"bit_identical_step_time_s", r.bit_identical.step_time_s},
+          {"bit_identical_vs_shard_s", r.bit_identical.vs_shard_s},
+          {"fused", fused},
+          {"experts", experts}};
+}
+
 json audit_one(const fs::path& config, int tp, const fs::path& audit_dir) {
   const std::string stem = fmt::format("{}_tp{}", config.stem().string(), tp);
   json entry{{"tp", tp}};
   try {
-    const AuditDocuments docs = render_audit(run_audit(load_model_config(config.string()), audit_options(tp)));
+    const AuditResult audit = run_audit(load_model_config(config.string()), audit_options(tp));
+    entry["summary"] = summary_of(audit);
+    const AuditDocuments docs = render_audit(audit);
     write_file_atomically((audit_dir / (stem + ".md")).string(), docs.markdown);
     write_file_atomically((audit_dir / (stem + ".json")).string(), docs.json);
     entry["markdown"] = "audit/" + stem + ".md";

@@ -35,6 +35,15 @@ std::string header_line(const AuditResult& a) {
          ", " + std::to_string(o.ns.steps) + " steps, " + o.ns.coeffs.name;
 }
 
+std::string shape_text(const MuonParam& p) {
+  const std::string shape = std::to_string(p.rows) + "x" + std::to_string(p.cols);
+  return p.copies > 1 ? std::to_string(p.copies) + " x " + shape : shape;
+}
+
+std::string role_text(const MuonParam& p) {
+  return p.role == Role::replicated ? role_name(p.role) : role_name(p.role) + " (dim " + std::to_string(p.split_axis) + ")";
+}
+
 std::uint64_t busiest_sent(const StrategyAudit& st) {
   std::uint64_t b = 0;
   for (const auto& r : st.ranks) b = std::max(b, r.bytes_sent);

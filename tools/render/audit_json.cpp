@@ -52,6 +52,12 @@ json model_json(const ModelConfig& m) {
           {"source", m.source},
           {"architecture", m.architecture},
           {"model_type", m.model_type},
+          {"family", m.family ? std::string(m.family->model_type) : std::string()},
+          {"autotp_rule", m.family ? std::string(m.family->autotp_rule) : std::string()},
+          {"deepspeed_commit", kDeepSpeedCommit},
+          {"num_experts", d.experts},
+          {"expert_intermediate_size", d.expert_intermediate},
+          {"deepspeed_experts", m.family ? expert_placement_name(m.family->experts) : "none"},
           {"hidden_size", d.hidden},
           {"num_attention_heads", d.heads},
           {"num_key_value_heads", d.kv_heads},
@@ -133,7 +139,38 @@ json param_json(const ParamAudit& pa) {
                           {"any", strategy_or_null(pa.cheapest_exact)},
                           {"per_head", pa.per_head_applies ? json("per_head") : json(nullptr)}};
   pj["shard_divergence"] = divergence_json(pa.divergence);
+  pj["copies"] = p.copies;
+  pj["expert"] = p.expert;
+  pj["fused"] = fused_kind_name(p.fused);
+  json parts = json::array();
+  for (const auto& s : pa.parts)
+    parts.push_back({{"name", s.part.name}, {"begin", s.begin}, {"rows", s.part.rows}, {"rows_per_rank", s.rows_per_rank},
+                     {"replicated", s.replicated}, {"whole_heads", s.whole_heads}, {"mixed_under_shard", s.mixed_under_shard}});
+  pj["sub_matrices"] = parts;
+  pj["expert_parallel"] = nullptr;
+  if (pa.expert_parallel) {
+    json flops = json::array();
+    for (const auto& r : pa.expert_parallel->ranks) flops.push_back(r.flops);
+    pj["expert_parallel"] = {{"experts_per_rank", pa.expert_parallel->experts_per_rank}, {"flops", flops},
+                             {"time_s", pa.expert_parallel->time_s}};
+  }
   return pj;
+}
+
+// A placement of the routed experts over a step (ExpertTotals): plan_json without a plan's name.
+json placement_json(const PlanTotals& p) {
+  json j = plan_json(p);
+  for (const char* key : {"name", "description", "semantics"}) j.erase(key);
+  return j;
+}
+
+json experts_json(const std::optional<ExpertTotals>& e) {
+  if (!e) return nullptr;
+  return {{"matrices_per_step", e->matrices_per_step},
+          {"deepspeed", expert_placement_name(e->deepspeed)},
+          {"tensor_parallel_shard", placement_json(e->tensor_parallel_shard)},
+          {"tensor_parallel_exact", placement_json(e->tensor_parallel_exact)},
+          {"expert_parallel", placement_json(e->expert_parallel)}};
 }
 
 json totals_json(const AuditTotals& t) {
@@ -156,7 +193,8 @@ json totals_json(const AuditTotals& t) {
           {"per_head_exact_fraction_flops", t.per_head_exact_fraction_flops},
           {"ns_flops_whole_per_step", t.ns_flops_whole_per_step},
           {"step_time_s", step},
-          {"plans", plans}};
+          {"plans", plans},
+          {"experts", experts_json(t.experts)}};
 }
 
 }  // namespace

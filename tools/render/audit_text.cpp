@@ -20,8 +20,7 @@ std::string matrices_table(const AuditResult& a) {
                        a.options.measure ? "`shard` NS rel.diff mean (max), update mean" : "");
   for (const auto& pa : a.params) {
     const auto& p = pa.param;
-    out += printf_format(row, p.name.c_str(), (std::to_string(p.rows) + "x" + std::to_string(p.cols)).c_str(),
-                         role_name(p.role).c_str(), sizes_text(pa.shard_sizes).c_str(), exact_list(pa, Target::whole).c_str(),
+    out += printf_format(row, p.name.c_str(), shape_text(p).c_str(), role_name(p.role).c_str(), sizes_text(pa.shard_sizes).c_str(), exact_list(pa, Target::whole).c_str(),
                          pa.per_head_applies ? "exact" : "n/a", divergence_cell(pa).c_str());
   }
   return out + "  (* = equal in exact arithmetic, rounding-level differences in floating point)\n";

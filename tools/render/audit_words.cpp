@@ -1,4 +1,5 @@
 // The audit's sentences: plan descriptions, the per-head note, the recommendation and the notes.
+#include <algorithm>
 #include <cmath>
 
 #include "format.hpp"
@@ -42,11 +43,23 @@ std::string_view strategy_exactness(const StrategyAudit& s) {
   return s.applicable ? promise_name(s.promise) : "not_applicable";
 }
 
+namespace {
+std::string part_names(const ParamAudit& pa) {
+  std::string s;
+  for (const auto& part : pa.parts) s += (s.empty() ? "" : "/") + part.part.name;
+  return s;
+}
+}  // namespace
+
 std::string per_head_note(const ParamAudit& pa) {
   if (!pa.per_head_applies) return pa.strategy(Strategy::per_head).why_not;
   const MuonParam& p = pa.param;
-  std::string note = "every rank holds whole heads (" + std::to_string(p.heads / p.kv_groups) + " " +
-                     (p.name == "q_proj" ? "query" : "KV") + " head(s) of " + std::to_string(p.head_dim) + " rows per KV group)";
+  std::string note =
+      p.fused != FusedKind::none
+          ? "every rank's pieces of " + part_names(pa) + " start and end on heads of " + std::to_string(p.head_dim) +
+                " rows, so its shard is whole heads of the fused matrix"
+          : "every rank holds whole heads (" + std::to_string(p.heads / p.kv_groups) + " " + (p.name == "q_proj" ? "query" : "KV") +
+                " head(s) of " + std::to_string(p.head_dim) + " rows per KV group)";
   if (!pa.zero_width_ranks.empty()) note += "; vacuous on ranks " + ranks_text(pa.zero_width_ranks) + " (no heads)";
   return note;
 }
@@ -69,9 +82,10 @@ std::string aspect_scale_list(const std::vector<AspectScaleShift>& shifts) {
 }
 
 std::string not_muon_text(const ModelConfig& model) {
-  return "Not Muon matrices (SPEC §2.1): embed_tokens (" + fmt_count(model.embedding_params()) + ")" +
-         (model.dims.tie_word_embeddings ? ", lm_head tied to it" : ", lm_head (" + fmt_count(model.lm_head_params()) + ")") +
-         ", RMSNorm weights (" + fmt_count(model.norm_params()) + ")" +
+  return "Not Muon matrices (SPEC §2.1): the embeddings (" + fmt_count(model.embedding_params()) +
+         (model.dims.positions > 0 ? ", token and position" : "") + ")" +
+         (model.dims.tie_word_embeddings ? ", lm_head tied to them" : ", lm_head (" + fmt_count(model.lm_head_params()) + ")") +
+         ", norm weights (" + fmt_count(model.norm_params()) + ")" +
          (model.bias_params() ? ", biases (" + fmt_count(model.bias_params()) + ")" : std::string()) + ".";
 }
 
@@ -83,6 +97,53 @@ std::string cost_model_text(const AuditOptions& o) {
          std::string(dtype_name(o.comm.storage)) + ", Gram all-reduces in the compute dtype " + std::string(dtype_name(o.ns.dtype)) +
          "). A step sums each rank over all matrices and layers and takes the slowest rank; owner rotates the owning rank "
          "over the matrices.";
+}
+
+std::string fused_text(const AuditResult& a) {
+  std::string s = "Fused projections are cut as AutoTP cuts them (" + std::string(a.model.family->autotp_rule) + " at DeepSpeed " +
+                  std::string(kDeepSpeedCommit).substr(0, 10) + "):";
+  for (const auto& pa : a.params) {
+    if (pa.parts.empty()) continue;
+    s += " " + pa.param.name + " (" + std::string(fused_kind_name(pa.param.fused)) + "): ";
+    std::string mixed, replicated;
+    for (const auto& part : pa.parts) {
+      if (part.mixed_under_shard) mixed += (mixed.empty() ? "" : "/") + part.part.name;
+      if (part.replicated) replicated += (replicated.empty() ? "" : "/") + part.part.name;
+    }
+    s += mixed.empty() ? "no rank holds pieces of two sub-matrices" : "a rank's shard holds pieces of " + mixed +
+                                                                       ", which shard orthogonalizes together as one matrix";
+    if (!replicated.empty()) s += "; " + replicated + " replicated on every rank";
+    s += pa.per_head_applies ? "; per_head applies (whole heads on every rank)." : "; per_head does not apply (" + pa.strategy(Strategy::per_head).why_not + ").";
+  }
+  return s;
+}
+
+std::string experts_per_rank_text(const AuditResult& a) {
+  for (const auto& pa : a.params) {
+    if (!pa.expert_parallel) continue;
+    const auto& n = pa.expert_parallel->experts_per_rank;
+    const auto [lo, hi] = std::minmax_element(n.begin(), n.end());
+    return (*lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + "-" + std::to_string(*hi)) + " of the " +
+           std::to_string(pa.param.copies) + " experts per rank";
+  }
+  return "";
+}
+
+std::string experts_text(const AuditResult& a) {
+  const auto& e = *a.totals.experts;
+  return "Routed experts (" + fmt_count(e.matrices_per_step) + " expert matrices per step): AutoTP shards every expert (w1/w3 "
+         "or gate/up by rows, w2 or down by columns, grain rule) -- shard NS " + fmt_time(e.tensor_parallel_shard.step_time_s) +
+         " per step (inexact), the faster of gather/owner per matrix " + fmt_time(e.tensor_parallel_exact.step_time_s) + " (" +
+         render::fmt_bytes(double(e.tensor_parallel_exact.bytes_sent_max_rank)) + " sent by the busiest rank, bit-identical). Expert "
+         "parallelism puts whole experts on the ranks (" + experts_per_rank_text(a) +
+         "; each rank orthogonalizes the experts it holds): bit-identical to NS of each unsharded expert with no "
+         "communication, " + fmt_time(e.expert_parallel.step_time_s) + " per step (" + fmt_count(e.expert_parallel.flops_max_rank) +
+         " FLOPs on the busiest rank, 0 bytes). Today's DeepSpeed: " +
+         (e.deepspeed == ExpertPlacement::expert_parallel
+              ? "AutoEP places whole experts (expert parallelism) for this family with transformers >= 5 and Muon runs NS "
+                "per expert (" + std::string(a.model.family->autotp_rule) + "); AutoTP's per-expert sharding is the path "
+                "without AutoEP (transformers < 5 nn.Linear experts)."
+              : "AutoTP's sharding.");
 }
 
 }  // namespace
@@ -120,8 +181,15 @@ std::string note_text(const AuditNote& n, const AuditResult& a) {
              "maintainers' advice to keep num_key_value_heads divisible by tp. Treat this configuration as a what-if of the "
              "shard rule, not a supported DeepSpeed run.";
     case AuditNoteKind::uneven_attention:
-      return "tp = " + std::to_string(o.tp) + " does not divide num_key_value_heads = " + std::to_string(d.kv_heads) +
-             ": the attention shards are uneven (the first ranks hold one KV group more).";
+      return "tp = " + std::to_string(o.tp) + " does not divide the " + std::to_string(d.autotp_kv_heads) +
+             " KV heads AutoTP splits the attention by: the head-aligned attention shards are uneven (the first ranks "
+             "hold one KV group more).";
+    case AuditNoteKind::fused_projection: return fused_text(a);
+    case AuditNoteKind::replicated_matrix:
+      return "AutoTP leaves the router (and a shared-expert gate) unsharded: every rank holds the whole matrix and its "
+             "whole gradient, so every rank's own NS is NS of the whole matrix, bit-identical, with nothing sent (shard is "
+             "exact for it; the all-reduce strategies do not apply, they would count the copies tp times).";
+    case AuditNoteKind::routed_experts: return experts_text(a);
     case AuditNoteKind::local_aspect_scale:
       return "Muon's aspect scale sqrt(rows/cols) (rows > cols) is computed by DeepSpeed from the shard under AutoTP: at tp = " +
              std::to_string(o.tp) + " it is " + aspect_scale_list(n.aspect_scales) +
@@ -134,8 +202,8 @@ std::string note_text(const AuditNote& n, const AuditResult& a) {
     case AuditNoteKind::not_muon_matrices: return not_muon_text(a.model);
     case AuditNoteKind::grain_rule:
       // The option's name as the command line spells it: the note explains `nsv audit --grain`.
-      return "--grain " + std::to_string(o.grain) + " applies to the grain-rule matrices (gate/up/down_proj); the attention "
-             "matrices follow the head-aligned rule.";
+      return "--grain " + std::to_string(o.grain) + " applies to the grain-rule matrices (the MLP and expert matrices); the "
+             "attention matrices follow the head-aligned rule where their head count divides them.";
     case AuditNoteKind::exactness:
       return "Exactness: gather and owner are bit-identical to NS of the unsharded matrix (`whole`); gram_allreduce and "
              "gram_restart_allreduce equal it in exact arithmetic and differ at the kernel's own rounding level in floating "

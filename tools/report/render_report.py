@@ -84,13 +84,26 @@ def percent_change(ratio):
     return f"{(ratio - 1) * 100:+.0f}%"
 
 
+def ms(seconds):
+    """A time of the audits' cost model in milliseconds."""
+    return f"{seconds * 1e3:.1f} ms"
+
+
+def signed_ms(seconds):
+    return f"{seconds * 1e3:+.1f} ms"
+
+
+def pct(fraction):
+    return f"{fraction * 100:.1f}%"
+
+
 def and_join(items):
     items = [str(i) for i in items]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 FILTERS = dict(fixed=fixed, signed=signed, sci=sci, short_sci=short_sci, general=general, rel=rel, size=size, mib=mib,
-               percent_change=percent_change, and_join=and_join)
+               percent_change=percent_change, and_join=and_join, ms=ms, signed_ms=signed_ms, pct=pct)
 
 
 # ---- the comparison with the seed's figures ----------------------------------------------------

@@ -1,8 +1,9 @@
 #pragma once
-// `nsv audit`: what tensor parallelism does to Muon for a Hugging Face Llama-family model
-// (SPEC §6). For each Muon matrix of a decoder layer: its AutoTP role and shard sizes, which
-// strategies are exact for it under each target semantics, what each strategy costs on each rank
-// (cost_model.hpp), optionally the measured divergence of today's `shard` path
+// `nsv audit`: what tensor parallelism does to Muon for a Hugging Face model of a known family
+// (SPEC §6; the families: nsv/architectures.hpp). For each Muon matrix of a decoder layer: its
+// AutoTP role and shard sizes (a fused matrix per sub-matrix), which strategies are exact for it
+// under each target semantics, what each strategy costs on each rank (cost_model.hpp), for routed
+// experts also expert parallelism, optionally the measured divergence of today's `shard` path
 // (proxy_measurement.hpp), and the cheapest exact strategy; then whole-model totals per optimizer
 // step (x num_hidden_layers), a recommendation and notes, all as data. The words, tables and the
 // JSON (schema nsv.audit/1) are rendered outside the library (tools/render: nsv/render/audit.hpp).
@@ -71,6 +72,29 @@ struct StrategyAudit {
   bool exact() const { return applicable && promise != Promise::none; }
 };
 
+// One sub-matrix of a fused projection (Q, K, V; gate, up) under AutoTP's cut of the fused matrix.
+struct SubMatrixAudit {
+  SubMatrix part;
+  std::int64_t begin = 0;                    // its first row in the fused matrix
+  std::vector<std::int64_t> rows_per_rank;   // how many of its rows each rank holds
+  bool replicated = false;                   // every rank holds all of it (bigcode's K, V)
+  // Every rank's piece is whole heads of head_dim rows starting on a head boundary (only for a
+  // part with heads): per-head NS of the rank's shard then covers its heads exactly.
+  bool whole_heads = false;
+  // A rank holds a piece of it together with a piece of another sub-matrix: `shard` orthogonalizes
+  // them as one matrix, so its result for this sub-matrix depends on the others'.
+  bool mixed_under_shard = false;
+};
+
+// Expert parallelism for a routed expert matrix: whole experts per rank (experts_per_rank[r] =
+// E // tp + (r < E % tp)), each orthogonalized on its own rank. Exact (bit-identical to NS of the
+// unsharded expert) with no communication.
+struct ExpertParallelAudit {
+  std::vector<std::int64_t> experts_per_rank;
+  std::vector<RankCost> ranks;  // every expert of this matrix a rank holds, one layer
+  double time_s = 0;            // slowest rank
+};
+
 struct ParamAudit {
   MuonParam param;
   Layout layout;
@@ -84,9 +108,11 @@ struct ParamAudit {
   double scale_global = 1;
   std::vector<double> scale_local;
   // Cheapest by estimated time (slowest rank) among the strategies exact for `whole`:
-  std::optional<Strategy> cheapest_bit_identical;  // gather or owner
+  std::optional<Strategy> cheapest_bit_identical;  // gather or owner (shard for a matrix every rank holds whole)
   std::optional<Strategy> cheapest_exact;          // also counting the exact-arithmetic ones
   std::optional<ShardDivergence> divergence;       // when measured
+  std::vector<SubMatrixAudit> parts;               // fused matrices: their sub-matrices, in order
+  std::optional<ExpertParallelAudit> expert_parallel;  // routed experts: the alternative placement
 
   const StrategyAudit& strategy(Strategy) const;
 };
@@ -115,7 +141,8 @@ inline constexpr Plan kAllPlans[] = {Plan::shard,
 // "shard", ..., "per_head+shard", "per_head+cheapest_bit_identical" (keys of nsv.audit/1).
 std::string_view plan_name(Plan);
 
-// One choice of strategy per matrix, summed over an optimizer step (all layers).
+// One choice of strategy per matrix, summed over an optimizer step (all layers, every copy of a
+// matrix: a routed expert matrix counts num_experts times).
 struct PlanTotals {
   Plan plan = Plan::shard;
   // What the plan promises for its semantics. `partial`: exact on some matrices (per_head on
@@ -129,6 +156,16 @@ struct PlanTotals {
   std::uint64_t peak_extra_memory = 0;  // largest single-matrix extra buffer on any rank
 };
 
+// The routed experts alone over an optimizer step, placed two ways: AutoTP's (every expert
+// sharded across the ranks as its role says) and expert parallelism (whole experts per rank).
+struct ExpertTotals {
+  std::int64_t matrices_per_step = 0;  // expert matrices (experts x expert matrices x layers)
+  PlanTotals tensor_parallel_shard;    // sharded experts, NS of each shard (inexact)
+  PlanTotals tensor_parallel_exact;    // sharded experts, the faster of gather/owner per matrix
+  PlanTotals expert_parallel;          // whole experts per rank: bit-identical, no communication
+  ExpertPlacement deepspeed = ExpertPlacement::none;  // what today's DeepSpeed does (the family record)
+};
+
 struct AuditTotals {
   std::int64_t layers = 0;
   std::int64_t muon_params_per_layer = 0, muon_params = 0;
@@ -137,6 +174,7 @@ struct AuditTotals {
   double per_head_exact_fraction_params = 0, per_head_exact_fraction_flops = 0;
   std::uint64_t ns_flops_whole_per_step = 0;  // unsharded NS of every Muon matrix, all layers
   std::vector<PlanTotals> plans;              // in kAllPlans order
+  std::optional<ExpertTotals> experts;        // MoE models only
 
   const PlanTotals& plan(Plan) const;
 };
@@ -166,6 +204,9 @@ enum class AuditNoteKind {
   uneven_attention,    // tp does not divide num_key_value_heads
   local_aspect_scale,  // DeepSpeed's aspect scale from the shard differs from the whole's (SPEC §4 M2)
   qkv_bias,            // q/k/v carry biases: not Muon matrices
+  fused_projection,    // a fused matrix is cut per sub-matrix; what shard and per_head give for each
+  replicated_matrix,   // matrices AutoTP leaves whole on every rank (routers): NS is exact as is
+  routed_experts,      // tensor-parallel vs expert-parallel experts, and DeepSpeed's choice
   not_muon_matrices,   // embeddings, lm_head, norms and biases, with their counts
   grain_rule,          // grain > 1 applies to the grain-rule matrices only
   exactness,           // what each strategy promises

@@ -75,12 +75,14 @@ std::string strategy_names(std::string_view separator = ", ");
 Target natural_target(Strategy);
 Promise promise_of(Strategy);
 // The promise on one layout: where one rank holds the whole matrix, the strategies that run the
-// kernel on what a rank holds are bit-identical to the whole (shard with every other rank empty,
+// kernel on what a rank holds are bit-identical to the whole (shard with every other rank empty or
+// every rank holding the whole matrix,
 // the sharded frame at tp = 1).
 Promise promise_on(Strategy, const Layout&);
 
 // Empty when the strategy applies to a layout, otherwise why not, saying what to use instead
-// (only per_head has conditions: a dim-0 split into whole heads of head_dim rows).
+// (per_head: a dim-0 split into whole heads of head_dim rows, each piece on a head boundary; the
+// all-reduce strategies: no index replicated on several ranks).
 std::string inapplicable_reason(Strategy, const Layout&, std::int64_t head_dim);
 
 }  // namespace nsv

@@ -13,11 +13,15 @@ namespace nsv {
 //   schema, tp, grain, measured
 //   model       {name, source, architecture, model_type, hidden_size, num_attention_heads,
 //                num_key_value_heads, head_dim, intermediate_size, num_hidden_layers, vocab_size,
-//                tie_word_embeddings, qkv_bias}
+//                tie_word_embeddings, qkv_bias, family, autotp_rule, deepspeed_commit,
+//                num_experts, expert_intermediate_size, deepspeed_experts (none | expert_parallel)}
 //   ns          {kernel, steps, dtype, accumulate, coeffs, restart_at}
 //   cost_model  {latency_us, link_gbps, tflops, wire_dtype, formula}
-//   parameters[] one per Muon matrix of a layer, in q, k, v, o, gate, up, down order:
-//     name, rows, cols, elements, role (column_parallel | row_parallel), split_axis, heads,
+//   parameters[] one per Muon matrix of a layer, in the family record's order:
+//     name, rows, cols, elements, copies (per layer), expert, fused (none | glm | phi3 | bloom |
+//     bigcode | gate_up), sub_matrices[] {name, begin, rows, rows_per_rank[tp], replicated,
+//     whole_heads, mixed_under_shard}, expert_parallel null | {experts_per_rank[tp], flops[tp],
+//     time_s}, role (column_parallel | row_parallel | replicated), split_axis, heads,
 //     head_dim, kv_groups, shard_rule (head_aligned | grain), shard_sizes[tp],
 //     zero_width_ranks[], per_head_applies, per_head_note, whole_ns_flops,
 //     aspect_scale {global, local[tp]},
@@ -38,10 +42,13 @@ namespace nsv {
 //                ns_flops_whole_per_step,
 //                step_time_s {<plan>: seconds}   (the figure of step time per strategy vs tp),
 //                plans[] {name, description, semantics, exactness (bit_identical |
-//                         exact_in_exact_arithmetic | inexact | partial), choice[7], step_time_s,
+//                         exact_in_exact_arithmetic | inexact | partial), choice[one per matrix], step_time_s,
 //                         compute_s, latency_s, bandwidth_s, bytes_sent_max_rank,
 //                         bytes_sent_total, messages_max_rank, flops_max_rank,
-//                         peak_extra_memory_bytes}}
+//                         peak_extra_memory_bytes},
+//                experts null | {matrices_per_step, deepspeed (expert_parallel | none),
+//                         tensor_parallel_shard, tensor_parallel_exact, expert_parallel: each
+//                         {exactness, step_time_s, flops_max_rank, bytes_sent_max_rank, ...}}}
 //   recommendation (text), notes[] (text)
 // Plans (kAllPlans): shard, gather, owner, gram_allreduce, gram_restart_allreduce (one strategy
 // for every matrix), per_head+shard, cheapest_bit_identical, cheapest_exact,
