@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes every parser of outside data (.npy, model config.json, coefficient files, grads.json,
-# sweep CSVs read by --resume) with libFuzzer: builds the harnesses of fuzz/ with clang into
+# Fuzzes every parser of outside data (.npy, safetensors, model config.json, coefficient files,
+# grads.json, sweep CSVs read by --resume) with libFuzzer: builds the harnesses of fuzz/ with clang into
 # build-fuzz/ (library instrumented for coverage, AddressSanitizer and UBSan), seeds each corpus
 # from fixtures/ and fuzz/corpus/, runs each harness for the time given and prints its
 # executions, coverage and corpus size. Exit status 1 if any harness found a crash, a sanitizer
@@ -21,7 +21,7 @@ while (($#)); do
   esac
 done
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: --seconds needs a positive integer, got '$seconds'" >&2; exit 2; }
-((${#harnesses[@]})) || harnesses=(fuzz_npy fuzz_model_config fuzz_coeffs fuzz_grads_description fuzz_sweep_resume)
+((${#harnesses[@]})) || harnesses=(fuzz_npy fuzz_model_config fuzz_coeffs fuzz_grads_description fuzz_sweep_resume fuzz_safetensors)
 
 # The project's packages, plus clang's fuzzer runtime and OpenMP.
 NSV_SETUP_ONLY_PACKAGES=1 NSV_EXTRA_PACKAGES="clang libclang-rt-14-dev libomp-14-dev" "$repo/tools/setup.sh"
@@ -44,6 +44,7 @@ seed fuzz_model_config "$repo"/fixtures/models/*.json
 seed fuzz_coeffs
 seed fuzz_grads_description "$repo"/fixtures/grads/grads.json
 seed fuzz_sweep_resume
+seed fuzz_safetensors "$repo"/fixtures/runs/tp2/grad.rank0.safetensors
 
 mkdir -p "$build/artifacts" "$build/logs"
 status=0
