@@ -25,8 +25,9 @@ class Candidate:
 class TpCheckResult(CheckResult):
     """check_tp's result: the claim's property (truthy only if it holds) and the diagnosis.
 
-    diagnosis   the semantics the outputs match in the most diagnosis cases (ties: the smaller median
-                distance), e.g. "per-shard NS, local-shape scale"
+    diagnosis   the semantics the outputs match in every diagnosis case (ties: the one applicable to more
+                cases, then the smaller median distance), e.g. "per-shard NS, local-shape scale"; None
+                when no semantics matches every case
     candidates  every semantics with its matched cases and distances (rel_diff of the assembled
                 outputs to it), nearest first
     cases       per diagnosis case: the layout and the distance to each semantics
@@ -35,9 +36,11 @@ class TpCheckResult(CheckResult):
     def __init__(self, subject, properties, target, candidates, cases):
         super().__init__(subject, properties)
         self.target = target
-        self.candidates = sorted(candidates, key=lambda c: (-c.matched, c.median_distance))
+        # every case matched first (the most cases first: per-head NS applies to head layouts only)
+        self.candidates = sorted(candidates, key=lambda c: (c.matched < c.cases, -c.matched, c.median_distance))
         self.cases = cases
-        self.diagnosis = self.candidates[0].semantics if self.candidates and self.candidates[0].matched else None
+        first = self.candidates[0] if self.candidates else None
+        self.diagnosis = first.semantics if first and first.cases and first.matched == first.cases else None
 
     def diagnosis_table(self):
         rows = [[c.semantics, f"{c.matched}/{c.cases}", c.bit_identical, f"{c.median_distance:.3g}",
@@ -75,7 +78,9 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel="gram
     ranks), both axes, the grain rule with grain 1, 64 or any, head-aligned shards, GQA q/k/v
     projections, fused [Q;K;V]; sides up to max_dim (4 max_dim for stacked heads).
 
-    claim   "exact": every rank's block has the bits of the target's block.
+    claim   "exact": every rank's block has the bits of fn's own result with the whole matrix on one
+            rank (tp 1): the result does not depend on the sharding. (nsverify's reference is another
+            implementation: it agrees within rounding, which the diagnosis measures.)
             "rounding": the assembled result is within the S5 bound 2 S + N1 of the target, S the
             computation's own error (max over equivalent evaluations: the whole matrix, two
             permutations of it, and both all-reduce loops with the whole matrix on one rank), N1 the

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct TpCase {
   MatD matrix() const;
   std::string describe() const;
 };
+// How RapidCheck prints a case in a counterexample.
+inline void showValue(const TpCase& t, std::ostream& os) { os << t.describe(); }
 
 // min_side: the smallest side drawn (8 where a rounding bound is claimed, as S5 claims it);
 // heads_on_rows: only cases with whole heads along dim 0 (the per_head target).
