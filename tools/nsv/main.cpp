@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   nsv::cli::add_step_command(app);
   nsv::cli::add_report_command(app);
   nsv::cli::add_audit_command(app);
+  nsv::cli::add_check_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
