@@ -15,7 +15,7 @@ def kernel_properties():
 
 def check_kernel(fn, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="full", coeffs="keller",
                  restart_at=2, batched=False, required=None, properties=None, max_success=100, max_size=100,
-                 max_dim=48, seed=None, replay=None):
+                 max_dim=48, shape=None, seed=None, replay=None):
     """Run nsverify's kernel properties on ``fn(G: np.ndarray, steps: int) -> np.ndarray``.
 
     fn is your Newton-Schulz: it receives a float32 C-ordered matrix (float64 when dtype="fp64";
@@ -60,6 +60,8 @@ def check_kernel(fn, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", pr
     properties  run only these names (or codes); the others are "not run".
     max_success, max_size, max_dim, seed  RapidCheck's cases per property, its size parameter, the
               largest side generated (8..4096) and its seed (fixed by default).
+    shape     (rows, cols): draw every matrix of this shape (your layer's), instead of any shape up to
+              max_dim; K1 does not apply to a square one, REF not to sides below 8.
     replay    a replay string from a failure: runs exactly that shrunk case again (with the same fn
               and arguments).
 
@@ -70,7 +72,8 @@ def check_kernel(fn, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", pr
     table = kernel_properties()
     selected = _select(properties, table)
     wanted = _select(required, table) if required is not None else None
-    outcomes = _core.check_kernel(fn, cfg, bool(batched), int(max_dim), DEFAULT_SEED if seed is None else int(seed),
+    pinned = None if shape is None else (int(shape[0]), int(shape[1]))
+    outcomes = _core.check_kernel(fn, cfg, bool(batched), int(max_dim), pinned, DEFAULT_SEED if seed is None else int(seed),
                                   int(max_success), int(max_size), selected or [], replay or "")
     results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     name = getattr(fn, "__qualname__", repr(fn))

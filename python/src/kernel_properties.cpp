@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "generators/floats.hpp"
@@ -27,7 +28,13 @@ struct KernelCheck {
   UserKernel fn;
   NsConfig cfg;
   Eigen::Index max_dim;
+  std::optional<Shape> shape;  // every matrix of this shape (the caller's own layer), else any shape
 };
+
+rc::Gen<Shape> any_shape(const KernelCheck& c) { return c.shape ? rc::gen::just(*c.shape) : props::shapes(c.max_dim); }
+rc::Gen<Shape> non_square_shape(const KernelCheck& c) {
+  return c.shape ? rc::gen::just(*c.shape) : props::non_square_shapes(c.max_dim);
+}
 
 void describe(const TestMatrix& g) {
   std::ostringstream s;
@@ -35,7 +42,7 @@ void describe(const TestMatrix& g) {
   note_input(s.str());
 }
 
-rc::Gen<TestMatrix> any_matrix(const KernelCheck& c) { return props::matrices(props::shapes(c.max_dim)); }
+rc::Gen<TestMatrix> any_matrix(const KernelCheck& c) { return props::matrices(any_shape(c)); }
 
 TestMatrix draw(const rc::Gen<TestMatrix>& gen) {
   TestMatrix g = *gen;
@@ -71,12 +78,12 @@ bool diverged_where_allowed(const MatD& g, const NsConfig& cfg, std::initializer
 // Exact claims.
 
 void transpose(const KernelCheck& c) {
-  const TestMatrix g = draw(props::matrices(props::non_square_shapes(c.max_dim)));
+  const TestMatrix g = draw(props::matrices(non_square_shape(c)));
   assert_bit_identical("NS(G^T) and NS(G)^T", c.fn(g.values.transpose()), c.fn(g.values).transpose(), c.cfg.dtype);
 }
 
 void batched_equals_loop(const KernelCheck& c) {
-  const Shape shape = *props::shapes(c.max_dim);
+  const Shape shape = *any_shape(c);
   const auto count = static_cast<std::size_t>(*rc::gen::inRange(2, 7));
   const auto ms = *rc::gen::container<std::vector<TestMatrix>>(count, props::matrices(rc::gen::just(shape)));
   note_input("a batch of " + std::to_string(count) + " " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
@@ -129,7 +136,7 @@ void power_of_two_scaling(const KernelCheck& c) {
 }
 
 void zero_matrix(const KernelCheck& c) {
-  const Shape shape = *props::shapes(c.max_dim);
+  const Shape shape = *any_shape(c);
   note_input("the zero matrix " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols));
   const MatD zero = MatD::Zero(shape.rows, shape.cols);
   const MatD out = c.fn(zero);
@@ -259,7 +266,7 @@ void convergence_band(const KernelCheck& c) {
 // Claimed for sides >= 8, as S5 claims it: below that a matrix's rounding error is a few dozen
 // roundings whose size varies by more than 2x between equivalent evaluations.
 void agreement_with_reference(const KernelCheck& c) {
-  const Shape shape = *rc::gen::suchThat(props::shapes(c.max_dim), [](const Shape& s) { return s.short_side() >= 8; });
+  const Shape shape = *rc::gen::suchThat(any_shape(c), [](const Shape& s) { return s.short_side() >= 8; });
   const TestMatrix g = draw(props::matrices(rc::gen::just(shape)));
   const auto rows = *rc::gen::container<std::vector<std::vector<Eigen::Index>>>(2, props::permutations(shape.rows));
   const auto cols = *rc::gen::container<std::vector<std::vector<Eigen::Index>>>(2, props::permutations(shape.cols));
@@ -295,6 +302,14 @@ void agreement_with_reference(const KernelCheck& c) {
 
 // ---------------------------------------------------------------------------------------------
 // The table: one record per property (SPEC codes), the claim in the words a report prints.
+// Why a property does not apply to a pinned shape ("" when it does).
+const char* pinned_shape_excludes(const char* name, const Shape& s) {
+  if (std::string(name) == "transpose_of_input_transposes_output_exactly" && s.square()) return "the shape is square";
+  if (std::string(name) == "agrees_with_the_reference_within_its_own_error" && s.short_side() < 8)
+    return "the bound is claimed for sides >= 8";
+  return "";
+}
+
 struct KernelProperty {
   const char* code;
   const char* name;
@@ -339,11 +354,13 @@ py::list kernel_property_table() {
   return out;
 }
 
-py::list check_kernel(py::object fn, const NsConfig& cfg, bool batched, Eigen::Index max_dim, const RunSettings& settings,
-                      const std::vector<std::string>& only, const std::string& replay) {
+py::list check_kernel(py::object fn, const NsConfig& cfg, bool batched, Eigen::Index max_dim, std::optional<Shape> shape,
+                      const RunSettings& settings, const std::vector<std::string>& only, const std::string& replay) {
   if (max_dim < 8 || max_dim > 4096) throw InvalidField("max_dim", "must be between 8 and 4096, got " + std::to_string(max_dim));
   if (settings.max_success < 1) throw InvalidField("max_success", "must be at least 1, got " + std::to_string(settings.max_success));
-  const KernelCheck check{UserKernel(fn, cfg.steps, cfg.dtype == DType::fp64), cfg, max_dim};
+  if (shape && (shape->rows < 1 || shape->cols < 1))
+    throw InvalidField("shape", "must be two positive sides, got " + std::to_string(shape->rows) + "x" + std::to_string(shape->cols));
+  const KernelCheck check{UserKernel(fn, cfg.steps, cfg.dtype == DType::fp64), cfg, max_dim, shape};
   const ReplayMap replays = replay.empty() ? ReplayMap{} : parse_replay(replay);
   auto selected = [&](const KernelProperty& p) {
     if (!replay.empty()) return replays.count(p.name) > 0;
@@ -355,6 +372,9 @@ py::list check_kernel(py::object fn, const NsConfig& cfg, bool batched, Eigen::I
     if (p.needs_batch && !batched) {
       d["status"] = "not applicable";
       d["message"] = "the kernel does not take 3-D batches (batched=False)";
+    } else if (shape && *pinned_shape_excludes(p.name, *shape)) {
+      d["status"] = "not applicable";
+      d["message"] = pinned_shape_excludes(p.name, *shape);
     } else if (!selected(p)) {
       d["status"] = "not run";
     } else {
@@ -379,11 +399,17 @@ void bind_kernel_check(py::module_& m) {
   m.def("kernel_properties", &kernel_property_table, "The kernel properties: code, name, claim, needs_batch.");
   m.def(
       "check_kernel",
-      [](py::object fn, const NsConfig& cfg, bool batched, Eigen::Index max_dim, std::uint64_t seed, int max_success,
-         int max_size, const std::vector<std::string>& only, const std::string& replay) {
-        return check_kernel(std::move(fn), cfg, batched, max_dim, RunSettings{seed, max_success, max_size}, only, replay);
+      [](py::object fn, const NsConfig& cfg, bool batched, Eigen::Index max_dim, std::optional<std::pair<Eigen::Index, Eigen::Index>> shape,
+         std::uint64_t seed, int max_success, int max_size, const std::vector<std::string>& only, const std::string& replay) {
+        std::optional<Shape> pinned;
+        if (shape)
+          pinned = Shape{shape->first, shape->second,
+                         shape->first == shape->second ? props::ShapeKind::square
+                         : shape->first < shape->second ? props::ShapeKind::wide
+                                                        : props::ShapeKind::tall};
+        return check_kernel(std::move(fn), cfg, batched, max_dim, pinned, RunSettings{seed, max_success, max_size}, only, replay);
       },
-      py::arg("fn"), py::arg("config"), py::arg("batched"), py::arg("max_dim"), py::arg("seed"), py::arg("max_success"),
+      py::arg("fn"), py::arg("config"), py::arg("batched"), py::arg("max_dim"), py::arg("shape"), py::arg("seed"), py::arg("max_success"),
       py::arg("max_size"), py::arg("properties"), py::arg("replay"));
 }
 

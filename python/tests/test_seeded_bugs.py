@@ -4,22 +4,7 @@ import pytest
 
 import nsverify
 import numpy_tp
-import seeded_kernel_bugs as kernel_bugs
-
-KERNEL_BUGS = [
-    # (implementation, check_kernel arguments, the property that must catch it)
-    (kernel_bugs.transpose_rule_inverted, dict(kernel="gram"), "agrees_with_the_reference_within_its_own_error"),
-    (kernel_bugs.gram_restart_dropped, dict(kernel="gram"), "agrees_with_the_reference_within_its_own_error"),
-    (kernel_bugs.batch_shares_one_norm, dict(kernel="standard", batched=True), "batched_equals_loop_exactly"),
-    (kernel_bugs.nan_silently_zeroed, dict(kernel="standard"), "non_finite_input_gives_non_finite_output"),
-]
-
-TP_BUGS = [
-    (numpy_tp.norm_per_shard, dict(claim="rounding"), "tp_result_is_within_the_s5_bound_of_the_target"),
-    (numpy_tp.per_shard_ns, dict(claim="exact"), "tp_result_equals_the_target_bit_for_bit"),
-    (numpy_tp.autotp_muon_update, dict(claim="exact", aspect_scale=True), "tp_result_equals_the_target_bit_for_bit"),
-    (numpy_tp.local_aspect_scale, dict(claim="rounding", aspect_scale=True), "tp_result_is_within_the_s5_bound_of_the_target"),
-]
+from seeded_bug_catalog import KERNEL_BUGS, TP_BUGS
 
 
 def assert_caught(result, prop):
