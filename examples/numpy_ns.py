@@ -33,7 +33,7 @@ def _standard_loop(X, steps, coeffs=KELLER):
     a, b, c = (np.float32(k) for k in coeffs)
     for _ in range(steps):
         A = X @ X.T
-        B = b * A + c * (A @ A)
+        B = b * A + c * A @ A  # (c A) A, as Python groups DeepSpeed's expression
         X = a * X + B @ X
     return X
 
@@ -47,7 +47,7 @@ def _gram_loop(X, steps, coeffs=KELLER, restart_at=2):
             X = Q @ X
             R = X @ X.T
             Q = None
-        Z = b * R + c * (R @ R)
+        Z = b * R + c * R @ R
         if Q is None:
             Q = Z.copy()
             Q[np.diag_indices_from(Q)] += a

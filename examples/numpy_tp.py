@@ -24,7 +24,7 @@ def _allreduce_iteration(shards, axis, steps, normalize_each_shard=False):
     for _ in range(steps):
         # the Gram over the unsharded axis: rows split -> X^T X, columns split -> X X^T
         A = sum((x.T @ x) if axis == 0 else (x @ x.T) for x in X)
-        B = b * A + c * (A @ A)
+        B = b * A + c * A @ A  # (c A) A, as Python groups DeepSpeed's expression
         X = [a * x + ((x @ B) if axis == 0 else (B @ x)) for x in X]
     return X
 

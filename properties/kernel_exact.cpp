@@ -213,34 +213,17 @@ NSV_PROPERTY(extreme_magnitudes_are_exact_flagged_or_documented_zero, ()) {
                                                                    {1, rc::gen::inRange(121, 130)}}));
   const MatD scaled = (g.values * std::ldexp(1.0, k)).cast<float>().cast<double>();
   const MatD out = ns(scaled, cfg);
-  if (!all_finite(scaled)) {
-    RC_CLASSIFY(true, "float32 input overflows: flagged");
-    RC_ASSERT_FALSE(all_finite(out));
-    return;
-  }
-  const DType nd = normalization_dtype(cfg);
-  bool entry_overflows = false, all_zero = true;
-  double sum = 0;
-  for (Eigen::Index i = 0; i < scaled.size(); ++i) {
-    const double r = round_to(nd, scaled.data()[i]);
-    entry_overflows = entry_overflows || std::isinf(r);
-    all_zero = all_zero && r == 0.0;
-    sum += r * r;
-  }
-  if (entry_overflows) {
-    RC_CLASSIFY(true, "an entry overflows the normalization dtype: flagged");
-    RC_ASSERT_FALSE(all_finite(out));
-  } else if (std::isinf(round_to(nd, std::sqrt(sum)))) {
-    RC_CLASSIFY(true, "only the norm overflows: zero (DeepSpeed's behaviour)");
-    for (Eigen::Index i = 0; i < out.size(); ++i) RC_ASSERT(out.data()[i] == 0.0);
-  } else if (power_of_two_scaling_is_exact(g.values, k, cfg)) {
-    RC_CLASSIFY(true, "exact: the bits of the unscaled input");
-    RC_ASSERT_BIT_IDENTICAL(out, ns(g.values, cfg), cfg.dtype);
-  } else {
-    RC_CLASSIFY(true, all_zero ? "underflows to zero" : "finite");
-    RC_ASSERT(all_finite(out));
-    if (all_zero)
+  const ExtremeCase kind = extreme_case(g.values, scaled, k, cfg);
+  RC_CLASSIFY(true, extreme_case_label(kind));
+  switch (kind) {
+    case ExtremeCase::input_overflows:
+    case ExtremeCase::entry_overflows: RC_ASSERT_FALSE(all_finite(out)); break;
+    case ExtremeCase::norm_overflows:
+    case ExtremeCase::underflows_to_zero:
       for (Eigen::Index i = 0; i < out.size(); ++i) RC_ASSERT(out.data()[i] == 0.0);
+      break;
+    case ExtremeCase::exact: RC_ASSERT_BIT_IDENTICAL(out, ns(g.values, cfg), cfg.dtype); break;
+    case ExtremeCase::finite: RC_ASSERT(all_finite(out)); break;
   }
 }
 

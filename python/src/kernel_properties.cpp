@@ -13,6 +13,7 @@
 #include "generators/transforms.hpp"
 #include "nsv/invalid_field.hpp"
 #include "oracle.hpp"
+#include "sharding/allreduce_bound.hpp"
 #include "property_runner.hpp"
 #include "scaling_premise.hpp"
 #include "tolerances.hpp"
@@ -50,12 +51,7 @@ TestMatrix draw(const rc::Gen<TestMatrix>& gen) {
   return g;
 }
 
-MatD permuted(const MatD& g, const std::vector<Eigen::Index>& rows, const std::vector<Eigen::Index>& cols) {
-  MatD out(g.rows(), g.cols());
-  for (Eigen::Index i = 0; i < g.rows(); ++i)
-    for (Eigen::Index j = 0; j < g.cols(); ++j) out(i, j) = g(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
-  return out;
-}
+using props::shard::permuted;  // sharding/allreduce_bound.hpp
 
 bool is_zero(const MatD& m) { return (m.array() == 0.0).all(); }
 
@@ -168,34 +164,22 @@ void extreme_magnitudes(const KernelCheck& c) {
   const MatD scaled = (g.values * std::ldexp(1.0, k)).cast<float>().cast<double>();
   const MatD out = c.fn(scaled);
   const std::string what = "G scaled by 2^" + std::to_string(k);
-  if (!all_finite(scaled)) {
-    RC_CLASSIFY(true, "float32 input overflows: flagged");
-    if (all_finite(out)) fail_predicate(what + " overflows float32 (an infinite input), but the output is finite");
-    return;
-  }
-  const DType nd = normalization_dtype(c.cfg);
-  bool entry_overflows = false, all_zero = true;
-  double sum = 0;
-  for (Eigen::Index i = 0; i < scaled.size(); ++i) {
-    const double r = round_to(nd, scaled.data()[i]);
-    entry_overflows = entry_overflows || std::isinf(r);
-    all_zero = all_zero && r == 0.0;
-    sum += r * r;
-  }
-  if (entry_overflows) {
-    RC_CLASSIFY(true, "an entry overflows the normalization dtype: flagged");
-    if (all_finite(out)) fail_predicate(what + ": an entry overflows " + std::string(dtype_name(nd)) + ", but the output is finite");
-  } else if (std::isinf(round_to(nd, std::sqrt(sum)))) {
-    RC_CLASSIFY(true, "only the norm overflows: zero (DeepSpeed's behaviour)");
-    if (!is_zero(out)) fail_bits(what + ": only the norm overflows; NS and 0", out, MatD::Zero(out.rows(), out.cols()), c.cfg.dtype);
-  } else if (props::power_of_two_scaling_is_exact(g.values, k, c.cfg)) {
-    RC_CLASSIFY(true, "exact: the bits of the unscaled input");
-    assert_bit_identical("NS(" + what + ") and NS(G)", out, c.fn(g.values), c.cfg.dtype);
-  } else {
-    RC_CLASSIFY(true, all_zero ? "underflows to zero" : "finite");
-    if (!all_finite(out)) fail_predicate(what + " is finite in every dtype involved, but the output is not");
-    if (all_zero && !is_zero(out))
-      fail_bits(what + " rounds to zero; NS and 0", out, MatD::Zero(out.rows(), out.cols()), c.cfg.dtype);
+  const props::ExtremeCase kind = props::extreme_case(g.values, scaled, k, c.cfg);
+  RC_CLASSIFY(true, props::extreme_case_label(kind));
+  const MatD zero = MatD::Zero(out.rows(), out.cols());
+  switch (kind) {
+    case props::ExtremeCase::input_overflows:
+    case props::ExtremeCase::entry_overflows:
+      if (all_finite(out)) fail_predicate(what + ": " + props::extreme_case_label(kind) + ", but the output is finite");
+      break;
+    case props::ExtremeCase::norm_overflows:
+    case props::ExtremeCase::underflows_to_zero:
+      if (!is_zero(out)) fail_bits(what + " (" + props::extreme_case_label(kind) + "): NS and 0", out, zero, c.cfg.dtype);
+      break;
+    case props::ExtremeCase::exact: assert_bit_identical("NS(" + what + ") and NS(G)", out, c.fn(g.values), c.cfg.dtype); break;
+    case props::ExtremeCase::finite:
+      if (!all_finite(out)) fail_predicate(what + " is finite in every dtype involved, but the output is not");
+      break;
   }
 }
 

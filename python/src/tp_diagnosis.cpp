@@ -8,18 +8,14 @@
 #include "generators/tiers.hpp"
 #include "generators/transforms.hpp"
 #include "oracle.hpp"
+#include "sharding/allreduce_bound.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/strategies.hpp"
 
 namespace nsv::python {
 namespace {
 
-MatD permuted(const MatD& m, const std::vector<Eigen::Index>& rp, const std::vector<Eigen::Index>& cp) {
-  MatD o(m.rows(), m.cols());
-  for (Eigen::Index i = 0; i < m.rows(); ++i)
-    for (Eigen::Index j = 0; j < m.cols(); ++j) o(i, j) = m(rp[static_cast<std::size_t>(i)], cp[static_cast<std::size_t>(j)]);
-  return o;
-}
+using props::shard::permuted;  // sharding/allreduce_bound.hpp
 
 constexpr Strategy kAllReduceLoops[] = {Strategy::gram_allreduce, Strategy::gram_restart_allreduce};
 
