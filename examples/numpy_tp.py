@@ -67,3 +67,17 @@ def allreduce_muon_update(shards, spec):
     """The correct TP Muon update: whole-matrix NS by all-reduce, the scale of the whole matrix's shape."""
     scale = _muon_scale(spec.rows, spec.cols)
     return [x * scale for x in _allreduce_iteration(shards, spec.axis, spec.steps)]
+
+
+def per_head_ns(shards, spec):
+    """Per-head NS (DeepSpeed's per_head_muon) on head-aligned row shards: each rank runs NS on each
+    head_dim-row block of its shard, the head count taken from its own rows, and scales each head by
+    sqrt(max(1, head_dim / in)) (SPEC 1.3). Exact against per-head NS of the whole matrix: every head
+    is an independent matrix."""
+    out = []
+    for s in shards:
+        scale = _muon_scale(spec.head_dim, s.shape[1])
+        heads = [s[h:h + spec.head_dim] for h in range(0, s.shape[0], spec.head_dim)]
+        out.append(np.concatenate([ref.standard_ns(h, spec.steps) * scale for h in heads]) if heads else
+                   np.zeros(s.shape, np.float32))
+    return out

@@ -3,7 +3,8 @@
 
   results.json  every check's result (properties, cases, shrunk counterexamples, replay strings,
                 diagnoses), as CheckResult.to_dict() gives it
-  README.md     rendered from results.json by templates/python_report.md.j2 (Jinja2)
+  README.md     rendered from results.json (and overhead.json, written by
+                tools/bench/nsverify_overhead.py --json) by templates/python_report.md.j2 (Jinja2)
 
 Sections: the numpy kernels and TP updates (which must pass what they promise), every seeded bug
 with its shrunk counterexample, and DeepSpeed's two kernels transcribed to PyTorch (CPU, fp32 and
@@ -31,13 +32,20 @@ def kernel_section(nsverify):
                                     ("numpy gram fp32", dict(kernel="gram"), numpy_ns.gram_ns))]
 
 
+def summary(result):
+    """A TP result without its per-case distances (the candidates' tallies carry them)."""
+    d = result.to_dict()
+    d.pop("cases", None)
+    return d
+
+
 def tp_section(nsverify):
     import numpy_tp
     runs = (("allreduce_ns", dict(claim="rounding"), numpy_tp.allreduce_ns),
             ("allreduce_muon_update", dict(claim="rounding", aspect_scale=True), numpy_tp.allreduce_muon_update),
             ("autotp_muon_update (DeepSpeed's AutoTP today)", dict(claim="none", aspect_scale=True),
              numpy_tp.autotp_muon_update))
-    return [dict(name=name, knobs=knobs, result=nsverify.check_tp(fn, kernel="standard", **knobs).to_dict())
+    return [dict(name=name, knobs=knobs, result=summary(nsverify.check_tp(fn, kernel="standard", **knobs)))
             for name, knobs, fn in runs]
 
 
@@ -49,7 +57,7 @@ def bug_section(nsverify):
                         result=nsverify.check_kernel(fn, **knobs).to_dict()))
     for fn, knobs, prop in TP_BUGS:
         out.append(dict(name=fn.__name__, doc=fn.__doc__, check="check_tp", knobs=dict(kernel="standard", **knobs),
-                        expected=prop, result=nsverify.check_tp(fn, kernel="standard", **knobs).to_dict()))
+                        expected=prop, result=summary(nsverify.check_tp(fn, kernel="standard", **knobs))))
     return out
 
 
@@ -67,6 +75,8 @@ def deepspeed_section(nsverify):
 
 def render(out):
     data = json.loads((out / "results.json").read_text())
+    overhead = out / "overhead.json"  # tools/bench/nsverify_overhead.py --json, when it was run
+    data["overhead"] = json.loads(overhead.read_text()) if overhead.exists() else []
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     (out / "README.md").write_text(env.get_template("python_report.md.j2").render(**data))

@@ -79,3 +79,9 @@ def test_a_callable_that_raises_fails_with_its_exception():
     result = nsverify.check_kernel(broken, properties=["K10"])
     assert not result
     assert "not implemented for this shape" in result["repeated_calls_give_the_same_bits"].message
+
+
+def test_per_head_ns_on_head_aligned_shards_is_exact():
+    result = nsverify.check_tp(numpy_tp.per_head_ns, claim="exact", target="per_head", kernel="standard")
+    assert result, str(result)
+    assert result.diagnosis == "per-head NS, no aspect scale"
