@@ -14,6 +14,7 @@
 #include "generators/shapes.hpp"
 #include "oracle.hpp"
 #include "premises.hpp"
+#include "scaling_premise.hpp"
 
 namespace nsv::props {
 namespace {
@@ -38,33 +39,6 @@ double one_ulp_further(DType d, double v) {
     }
   }
   return v;
-}
-
-// Zero, or at least the smallest normal number of d (d's subnormals lose bits under scaling).
-bool zero_or_normal_in(DType d, double v) {
-  const double smallest_normal = d == DType::fp64 ? std::numeric_limits<double>::min()
-                                 : d == DType::fp16 ? 0x1p-14
-                                                    : static_cast<double>(std::numeric_limits<float>::min());
-  return v == 0.0 || (std::isfinite(v) && std::abs(v) >= smallest_normal);
-}
-
-// K2's premise for scaling `base` by 2^k: every entry, and the rounded norm, scale exactly in
-// the normalization dtype (nothing overflows, nothing is or becomes subnormal), and eps is at
-// most half an ULP of both rounded norms, so ||G|| + eps rounds to ||G||. Mirrors normalize.cpp.
-bool power_of_two_scaling_is_exact(const MatD& base, int k, const NsConfig& cfg) {
-  const DType nd = normalization_dtype(cfg);
-  double sum = 0.0;
-  for (Eigen::Index i = 0; i < base.size(); ++i) {
-    const double r = round_to(nd, base.data()[i]), rs = round_to(nd, std::ldexp(base.data()[i], k));
-    if (!zero_or_normal_in(nd, r) || !zero_or_normal_in(nd, rs) || rs != std::ldexp(r, k)) return false;
-    sum += r * r;
-  }
-  const double norm = round_to(nd, std::sqrt(sum)), scaled_norm = round_to(nd, std::ldexp(norm, k));
-  if (norm == 0.0 || !zero_or_normal_in(nd, norm) || !zero_or_normal_in(nd, scaled_norm) || scaled_norm != std::ldexp(norm, k))
-    return false;
-  const double eps = round_to(nd, cfg.eps);
-  auto absorbed = [&](double n) { return round_to(nd, n + eps) == n; };
-  return absorbed(norm) && absorbed(scaled_norm);
 }
 
 // Restores OpenMP's thread count however the property exits (RC_ASSERT throws).
@@ -240,38 +214,23 @@ NSV_PROPERTY(extreme_magnitudes_are_exact_flagged_or_documented_zero, ()) {
                                                                    {1, rc::gen::inRange(121, 130)}}));
   const MatD scaled = (g.values * std::ldexp(1.0, k)).cast<float>().cast<double>();
   const MatD out = ns(scaled, cfg);
-  if (!all_finite(scaled)) {
-    RC_CLASSIFY(true, "float32 input overflows: flagged");
-    RC_ASSERT_FALSE(all_finite(out));
-    return;
-  }
-  const DType nd = normalization_dtype(cfg);
-  bool entry_overflows = false, all_zero = true;
-  double sum = 0;
-  for (Eigen::Index i = 0; i < scaled.size(); ++i) {
-    const double r = round_to(nd, scaled.data()[i]);
-    entry_overflows = entry_overflows || std::isinf(r);
-    all_zero = all_zero && r == 0.0;
-    sum += r * r;
-  }
-  if (entry_overflows) {
-    RC_CLASSIFY(true, "an entry overflows the normalization dtype: flagged");
-    RC_ASSERT_FALSE(all_finite(out));
-  } else if (std::isinf(round_to(nd, std::sqrt(sum)))) {
-    RC_CLASSIFY(true, "only the norm overflows: zero (DeepSpeed's behaviour)");
-    for (Eigen::Index i = 0; i < out.size(); ++i) RC_ASSERT(out.data()[i] == 0.0);
-  } else if (power_of_two_scaling_is_exact(g.values, k, cfg)) {
-    RC_CLASSIFY(true, "exact: the bits of the unscaled input");
-    RC_ASSERT_BIT_IDENTICAL(out, ns(g.values, cfg), cfg.dtype);
-  } else {
-    // Finite, unless the kernel itself leaves its basin on this input (fp16/bf16 Gram on an
-    // ill-conditioned input: found on a fresh wide-tier seed, 128x4 of condition 1e4 at 9 steps),
-    // which premises.hpp allows only outside the first-order regime.
-    if (diverged_where_allowed(scaled, cfg, {&out})) return;
-    RC_CLASSIFY(true, all_zero ? "underflows to zero" : "finite");
-    RC_ASSERT(all_finite(out));
-    if (all_zero)
+  const ExtremeCase kind = extreme_case(g.values, scaled, k, cfg);
+  RC_CLASSIFY(true, extreme_case_label(kind));
+  switch (kind) {
+    case ExtremeCase::input_overflows:
+    case ExtremeCase::entry_overflows: RC_ASSERT_FALSE(all_finite(out)); break;
+    case ExtremeCase::norm_overflows:
+    case ExtremeCase::underflows_to_zero:
       for (Eigen::Index i = 0; i < out.size(); ++i) RC_ASSERT(out.data()[i] == 0.0);
+      break;
+    case ExtremeCase::exact: RC_ASSERT_BIT_IDENTICAL(out, ns(g.values, cfg), cfg.dtype); break;
+    case ExtremeCase::finite:
+      // Finite, unless the kernel itself leaves its basin on this input (fp16/bf16 Gram on an
+      // ill-conditioned input: found on a fresh wide-tier seed, 128x4 of condition 1e4 at 9
+      // steps), which premises.hpp allows only outside the first-order regime.
+      if (diverged_where_allowed(scaled, cfg, {&out})) break;
+      RC_ASSERT(all_finite(out));
+      break;
   }
 }
 

@@ -12,5 +12,6 @@ void add_step_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_audit_command(CLI::App& app);
 void add_diagnose_command(CLI::App& app);
+void add_check_command(CLI::App& app);  // the nsverify Python package's checks
 
 }  // namespace nsv::cli

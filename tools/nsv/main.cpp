@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   nsv::cli::add_report_command(app);
   nsv::cli::add_audit_command(app);
   nsv::cli::add_diagnose_command(app);
+  nsv::cli::add_check_command(app);
   if (is_unknown_command(app, argc, argv)) return 1;
   try {
     app.parse(argc, argv);

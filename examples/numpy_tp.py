@@ -1,0 +1,83 @@
+"""Tensor-parallel Newton-Schulz and Muon updates in numpy, on AutoTP's shards (check_tp's
+``fn(shards, spec)``), and seeded bugs in them.
+
+allreduce_ns is the correct one: the whole matrix's standard NS computed without assembling it —
+the Frobenius norm by a (simulated) all-reduce of the shards' squared norms, the Gram matrix over
+the unsharded axis by an all-reduce of the shards' Grams (p(X X^T) X = X p(X^T X) lets either axis
+be the split one), the polynomial replicated, every product with the shard local. It matches the
+whole matrix within rounding (claim "rounding"), not bit for bit.
+"""
+
+import numpy as np
+
+import numpy_ns as ref
+
+
+def _allreduce_iteration(shards, axis, steps, normalize_each_shard=False):
+    a, b, c = (np.float32(k) for k in ref.KELLER)
+    X = [np.array(s, dtype=np.float32, order="C") for s in shards]
+    if normalize_each_shard:
+        X = [ref._normalized(x) if x.size else x for x in X]
+    else:
+        norm = np.float32(np.sqrt(sum(np.sum(np.square(x, dtype=np.float64)) for x in X)))
+        X = [x / (norm + np.float32(ref.EPS)) for x in X]
+    for _ in range(steps):
+        # the Gram over the unsharded axis: rows split -> X^T X, columns split -> X X^T
+        A = sum((x.T @ x) if axis == 0 else (x @ x.T) for x in X)
+        B = b * A + c * A @ A  # (c A) A, as Python groups DeepSpeed's expression
+        X = [a * x + ((x @ B) if axis == 0 else (B @ x)) for x in X]
+    return X
+
+
+def allreduce_ns(shards, spec):
+    """The whole matrix's standard NS on the shards, with all-reduces (correct; claim "rounding")."""
+    return _allreduce_iteration(shards, spec.axis, spec.steps)
+
+
+def _muon_scale(rows, cols):
+    return np.float32(np.sqrt(max(1.0, rows / cols))) if rows and cols else np.float32(1)
+
+
+def autotp_muon_update(shards, spec):
+    """DeepSpeed's AutoTP today: each rank runs Muon's NS on the shard it holds and scales it by
+    sqrt(max(1, rows/cols)) of the shard's own shape."""
+    return [ref.standard_ns(s, spec.steps) * _muon_scale(*s.shape) if s.size else np.zeros(s.shape, np.float32)
+            for s in shards]
+
+
+# ------------------------------------------------------------------------------------------------
+# Seeded bugs (python/tests/test_seeded_bugs.py: each is caught, and by which property).
+
+def norm_per_shard(shards, spec):
+    """allreduce_ns that normalizes each shard by its own Frobenius norm (the scalar all-reduce forgotten)."""
+    return _allreduce_iteration(shards, spec.axis, spec.steps, normalize_each_shard=True)
+
+
+def per_shard_ns(shards, spec):
+    """NS of each shard on its own (no communication), offered as if it were the whole matrix's NS."""
+    return [ref.standard_ns(s, spec.steps) if s.size else np.zeros(s.shape, np.float32) for s in shards]
+
+
+def local_aspect_scale(shards, spec):
+    """A Muon update with the whole matrix's NS (all-reduce) but the aspect scale from the shard's shape."""
+    return [x * _muon_scale(*x.shape) for x in _allreduce_iteration(shards, spec.axis, spec.steps)]
+
+
+def allreduce_muon_update(shards, spec):
+    """The correct TP Muon update: whole-matrix NS by all-reduce, the scale of the whole matrix's shape."""
+    scale = _muon_scale(spec.rows, spec.cols)
+    return [x * scale for x in _allreduce_iteration(shards, spec.axis, spec.steps)]
+
+
+def per_head_ns(shards, spec):
+    """Per-head NS (DeepSpeed's per_head_muon) on head-aligned row shards: each rank runs NS on each
+    head_dim-row block of its shard, the head count taken from its own rows, and scales each head by
+    sqrt(max(1, head_dim / in)) (SPEC 1.3). Exact against per-head NS of the whole matrix: every head
+    is an independent matrix."""
+    out = []
+    for s in shards:
+        scale = _muon_scale(spec.head_dim, s.shape[1])
+        heads = [s[h:h + spec.head_dim] for h in range(0, s.shape[0], spec.head_dim)]
+        out.append(np.concatenate([ref.standard_ns(h, spec.steps) * scale for h in heads]) if heads else
+                   np.zeros(s.shape, np.float32))
+    return out

@@ -1,0 +1,21 @@
+"""The seeded bugs, each with the check that must catch it and the property that does: one table,
+read by the gate (python/tests/test_seeded_bugs.py) and the report (python/report/write_report.py)."""
+
+import numpy_tp
+import seeded_kernel_bugs as kernel_bugs
+
+# (implementation, check_kernel arguments, the property that must catch it)
+KERNEL_BUGS = [
+    (kernel_bugs.transpose_rule_inverted, dict(kernel="gram"), "agrees_with_the_reference_within_its_own_error"),
+    (kernel_bugs.gram_restart_dropped, dict(kernel="gram"), "agrees_with_the_reference_within_its_own_error"),
+    (kernel_bugs.batch_shares_one_norm, dict(kernel="standard", batched=True), "batched_equals_loop_exactly"),
+    (kernel_bugs.nan_silently_zeroed, dict(kernel="standard"), "non_finite_input_gives_non_finite_output"),
+]
+
+# (implementation, check_tp arguments, the property that must catch it); the kernel is "standard"
+TP_BUGS = [
+    (numpy_tp.norm_per_shard, dict(claim="rounding"), "tp_result_is_within_the_s5_bound_of_the_target"),
+    (numpy_tp.per_shard_ns, dict(claim="exact"), "tp_result_equals_the_target_bit_for_bit"),
+    (numpy_tp.autotp_muon_update, dict(claim="exact", aspect_scale=True), "tp_result_equals_the_target_bit_for_bit"),
+    (numpy_tp.local_aspect_scale, dict(claim="rounding", aspect_scale=True), "tp_result_is_within_the_s5_bound_of_the_target"),
+]

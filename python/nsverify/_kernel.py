@@ -1,0 +1,97 @@
+"""check_kernel: nsverify's kernel properties, run on your Newton-Schulz."""
+
+from . import _nsverify as _core
+from ._reference import config as _config
+from ._results import CheckResult, PropertyResult
+
+#: RapidCheck's seed when none is given: a fixed one, so a check that passes in CI passes again.
+DEFAULT_SEED = 20261130
+
+
+def kernel_properties():
+    """The kernel properties check_kernel runs: [{"code", "name", "claim", "needs_batch"}]."""
+    return _core.kernel_properties()
+
+
+def check_kernel(fn, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="full", coeffs="keller",
+                 restart_at=2, batched=False, required=None, properties=None, max_success=100, max_size=100,
+                 max_dim=48, shape=None, seed=None, replay=None):
+    """Run nsverify's kernel properties on ``fn(G: np.ndarray, steps: int) -> np.ndarray``.
+
+    fn is your Newton-Schulz: it receives a float32 C-ordered matrix (float64 when dtype="fp64";
+    with batched=True also 3-D batches of equally shaped matrices) and returns an array of the same
+    shape (float32 or float64; anything numpy.asarray turns into one). The knobs (kernel, steps,
+    dtype, accumulate, products, coeffs, restart_at, as ``nsv ns``) say which of the reference's
+    computations fn claims to be; ``steps`` is passed to fn.
+
+    Properties (the reference's own, properties/kernel_*.cpp; inputs from the same RapidCheck
+    generators: square, wide, tall, extreme-aspect and vector shapes up to max_dim, gaussian,
+    low-rank, power-law, ill-conditioned and integer spectra, power-of-two scales):
+      K1   NS(G^T) = NS(G)^T bit for bit (non-square G)
+      K7   a 3-D batch gives each matrix's own bits                    (batched=True)
+      K10  same bits on a repeated call, at another batch position (batched=True), and for a
+           matrix stored at another memory offset
+      K2   NS(2^k G) = NS(G) bit for bit where the scaling is exact and eps is absorbed
+      K3   NS(U G V^T) = U NS(G) V^T within B(G) + B(UGV^T)
+      K4   NS(P G Q) = P NS(G) Q within B(G) + B(PGQ)
+      K5   the singular values of NS(G) lie in the rounding-widened band of the scalar map
+      K8   NS(0) = 0; a NaN/Inf input gives a non-finite output; tiny and huge magnitudes are exact,
+           flagged non-finite, or the documented zero of an overflowing norm
+      REF  agreement with the reference of the same kernel, dtype and schedule.
+    B(G) is the a-priori rounding bound of properties/tolerances.hpp, S_kernel (steps + 1) L(G)
+    (u_dtype + sqrt(n) u_acc): the rounded results per step, magnified at most L(G) times (the
+    Frechet derivative of NS at G) by the rest of the iteration. A bounded claim is skipped (and the
+    case classified) where an output diverged outside the configuration's first-order regime.
+
+    REF's bound, derived from the reference's own error against the float64 oracle (no tuned
+    number): the measured figure is rel_diff(fn(G), NS_fp64(G)), the reference in float64 (the map,
+    to ~1e-14). In fp32 the bound is 2 S, S the reference's own fp32 distance to that map (max over
+    G and two row/column permutations of G, equivalent evaluations): your kernel and the reference
+    are two draws of one rounding-noise process around the map, so their distances to it are alike
+    (the golden_fp32 row of tolerances.hpp, which bounds DeepSpeed's own outputs the same way). In
+    bf16/fp16 with fp32 accumulation it is 2 (u_dtype/u_fp32) S_fp32 (row golden_bf16: to first order
+    the error is linear in the unit roundoff of the stored results); with accumulate="compute" 2 S in
+    the configured dtype; in fp64 (no own error to scale by) 2 B(G) between yours and the reference.
+    Claimed for sides >= 8 (below, a handful of roundings varies by more than 2x between draws).
+
+    required  names (or codes, e.g. {"K1", "REF"}) of the properties that decide the result; by
+              default every property, which is what the reference's kernels promise. The others are
+              run and reported.
+    properties  run only these names (or codes); the others are "not run".
+    max_success, max_size, max_dim, seed  RapidCheck's cases per property, its size parameter, the
+              largest side generated (8..4096) and its seed (fixed by default).
+    shape     (rows, cols): draw every matrix of this shape (your layer's), instead of any shape up to
+              max_dim; K1 does not apply to a square one, REF not to sides below 8.
+    replay    a replay string from a failure: runs exactly that shrunk case again (with the same fn
+              and arguments).
+
+    Returns a CheckResult: truthy only if every required property holds; ``print`` it for the
+    table; ``result["name"]`` is one PropertyResult.
+    """
+    cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
+    table = kernel_properties()
+    selected = _select(properties, table)
+    wanted = _select(required, table) if required is not None else None
+    pinned = None if shape is None else (int(shape[0]), int(shape[1]))
+    outcomes = _core.check_kernel(fn, cfg, bool(batched), int(max_dim), pinned, DEFAULT_SEED if seed is None else int(seed),
+                                  int(max_success), int(max_size), selected or [], replay or "")
+    results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
+    name = getattr(fn, "__qualname__", repr(fn))
+    subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"
+    return CheckResult(subject, results)
+
+
+def _select(names, table):
+    """Property names from names or codes; ValueError naming an unknown one."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        names = [names]
+    out = []
+    for n in names:
+        hits = [p["name"] for p in table if n in (p["name"], p["code"])]
+        if not hits:
+            known = ", ".join(sorted({p["code"] for p in table} | {p["name"] for p in table}))
+            raise ValueError(f"unknown property {n!r}; known: {known}")
+        out += hits
+    return out

@@ -1,0 +1,99 @@
+"""nsverify's reference computations, with keyword signatures (the knobs of the ``nsv`` CLI)."""
+
+from . import _nsverify as _core
+
+NsConfig = _core.NsConfig
+Layout = _core.Layout
+rel_diff = _core.rel_diff
+cosine = _core.cosine
+norm_ratio = _core.norm_ratio
+max_abs_diff = _core.max_abs_diff
+compare_bits = _core.compare_bits
+singular_values = _core.singular_values
+polar_factor = _core.polar_factor
+split = _core.split
+assemble = _core.assemble
+fused_layout = _core.fused_layout
+head_aligned_sizes = _core.head_aligned_sizes
+grain_sizes = _core.grain_sizes
+
+
+def config(kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="symmetric", coeffs="keller",
+           restart_at=2):
+    """The validated NsConfig of ``nsv ns``'s knobs.
+
+    kernel      "standard" | "gram" (DeepSpeed's zeropower_via_newtonschulz5 / _via_gram_newtonschulz)
+    steps       NS steps, 0..1000
+    dtype       compute dtype: "fp64" | "fp32" | "bf16" | "fp16"
+    accumulate  GEMM accumulation: "fp32" (tensor cores, cuBLAS) | "compute" (PyTorch's CPU bf16/fp16 GEMM)
+    products    "symmetric" (upper triangle of the n x n products, mirrored) | "full" (PyTorch's bits)
+    coeffs      "keller" | "you" | "polar_express" | a file of "a b c" lines
+    restart_at  gram kernel: the restart step (outside 1..steps-1: never)
+    """
+    return _core.config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
+
+
+def ns(G, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="symmetric", coeffs="keller",
+       restart_at=2, backend="cpu"):
+    """Newton-Schulz of G (2-D, or a 3-D batch of independent matrices) by nsverify's reference.
+
+    G: float32 or float64, any memory layout. Returns float32 (float64 for dtype="fp64") of G's shape.
+    The knobs are those of ``nsv ns`` (see ``config``); backend "cpu" | "cuda" | "cuda-tf32" | "cuda-batched".
+    """
+    return _core.ns(G, config(kernel, steps, dtype, accumulate, products, coeffs, restart_at), backend)
+
+
+def ns_flops(rows, cols, **knobs):
+    """FLOPs of one NS call on a rows x cols matrix (plain-algorithm convention, kernels.hpp)."""
+    return _core.ns_flops(config(**knobs), rows, cols)
+
+
+def autotp_layout(dim, tp, axis=0, heads=0, kv_heads=0, grain=1):
+    """AutoTP's layout of a split axis of length dim (DeepSpeed tp_shard.get_shard_size).
+
+    Head-aligned on the KV groups when heads are given (kv_heads=0: no GQA), grain-based otherwise
+    (grain 1 training, 64 inference). axis 0 splits rows (q/k/v, gate/up), 1 columns (o, down).
+    """
+    return _core.autotp_layout(dim, tp, axis, heads, kv_heads, grain)
+
+
+def fused_qkv_layout(heads, kv_heads, head_dim, tp):
+    """The layout of a fused [Q; K; V] matrix (rows (heads + 2 kv_heads) * head_dim): each part split
+    head-aligned on the KV groups, each rank's three pieces concatenated."""
+    q, kv = heads * head_dim, kv_heads * head_dim
+    sizes = [head_aligned_sizes(q, kv_heads, tp), head_aligned_sizes(kv, kv_heads, tp),
+             head_aligned_sizes(kv, kv_heads, tp)]
+    return fused_layout(0, sizes)
+
+
+def strategies():
+    """The strategy records: name, target, promise, summary (the one table every front end reads)."""
+    return _core.strategies()
+
+
+def run_strategy(G, strategy, tp, axis=0, heads=0, kv_heads=0, grain=1, target=None, reduction_order="rank",
+                 **knobs):
+    """Run one strategy on tp simulated ranks and compare each rank with its target.
+
+    Returns the fields of ``nsv shard --json`` (rel_diff_mean, rel_diff_max, bit_identical, collectives,
+    ranks[] with bytes and FLOPs), plus "outputs" (each rank's block), "target_result" and "layout".
+    knobs: those of ``config``.
+    """
+    return _core.run_strategy(G, strategy, tp, axis, heads, kv_heads, grain, target or "", reduction_order,
+                              config(**knobs))
+
+
+def plan_strategy(strategy, rows, cols, tp, axis=0, heads=0, kv_heads=0, grain=1, latency_us=5.0,
+                  link_gbps=450.0, tflops=989.0, **knobs):
+    """The cost model: per-rank FLOPs, bytes, messages, extra memory and alpha-beta time of a strategy
+    on a rows x cols matrix (cost_model.hpp; defaults: one H200 and NVLink 4)."""
+    return _core.plan_strategy(strategy, rows, cols, tp, axis, heads, kv_heads, grain, config(**knobs), latency_us,
+                               link_gbps, tflops)
+
+
+def audit(config_path, tp=8, grain=1, latency_us=5.0, link_gbps=450.0, tflops=989.0, measure=False,
+          measure_max_elements=1 << 21, seed=0, dtype="fp16", **knobs):
+    """Audit a Hugging Face Llama-family config.json: the dict of ``nsv audit --json`` (schema nsv.audit/1).
+    dtype defaults to fp16, as ``nsv audit`` (DeepSpeed's gram NS on a GPU)."""
+    return _core.audit(config_path, tp, grain, config(dtype=dtype, **knobs), latency_us, link_gbps, tflops, measure,
+                       measure_max_elements, seed)

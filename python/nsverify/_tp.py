@@ -1,0 +1,112 @@
+"""check_tp: your tensor-parallel Newton-Schulz (or Muon update) on AutoTP's shards."""
+
+import dataclasses
+
+from . import _nsverify as _core
+from ._kernel import DEFAULT_SEED
+from ._reference import config as _config
+from ._results import CheckResult, PropertyResult, _table
+
+
+@dataclasses.dataclass
+class Candidate:
+    """One semantics a TP result can have, and how the outputs compare with it over the diagnosis cases.
+
+    matched: cases where the outputs are bit-identical to it or within its rounding bound 2 S + N1.
+    """
+    semantics: str
+    cases: int
+    matched: int
+    bit_identical: int
+    median_distance: float
+    max_distance: float
+
+
+class TpCheckResult(CheckResult):
+    """check_tp's result: the claim's property (truthy only if it holds) and the diagnosis.
+
+    diagnosis   the semantics the outputs match in every diagnosis case (ties: the one applicable to more
+                cases, then the smaller median distance), e.g. "per-shard NS, local-shape scale"; None
+                when no semantics matches every case
+    candidates  every semantics with its matched cases and distances (rel_diff of the assembled
+                outputs to it), nearest first
+    cases       per diagnosis case: the layout and the distance to each semantics
+    """
+
+    def __init__(self, subject, properties, target, candidates, cases):
+        super().__init__(subject, properties)
+        self.target = target
+        # every case matched first (the most cases first: per-head NS applies to head layouts only)
+        self.candidates = sorted(candidates, key=lambda c: (c.matched < c.cases, -c.matched, c.median_distance))
+        self.cases = cases
+        first = self.candidates[0] if self.candidates else None
+        self.diagnosis = first.semantics if first and first.cases and first.matched == first.cases else None
+
+    def diagnosis_table(self):
+        rows = [[c.semantics, f"{c.matched}/{c.cases}", c.bit_identical, f"{c.median_distance:.3g}",
+                 f"{c.max_distance:.3g}"] for c in self.candidates]
+        return _table(rows, ["semantics", "matched", "bit-identical", "median rel_diff", "max rel_diff"])
+
+    def __str__(self):
+        head = super().__str__()
+        words = self.diagnosis or "none of the semantics (nearest: " + (
+            self.candidates[0].semantics if self.candidates else "?") + ")"
+        return f"{head}\ntarget: {self.target}\ndiagnosis: the outputs compute {words}\n{self.diagnosis_table()}"
+
+    __repr__ = __str__
+
+    def to_dict(self):
+        d = super().to_dict()
+        d.update(target=self.target, diagnosis=self.diagnosis,
+                 candidates=[dataclasses.asdict(c) for c in self.candidates], cases=self.cases)
+        return d
+
+
+def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel="gram", steps=5, dtype="fp32",
+             accumulate="fp32", products="full", coeffs="keller", restart_at=2, max_tp=8, max_dim=48,
+             max_success=100, max_size=100, diagnosis_cases=24, seed=None, replay=None):
+    """Check ``fn(shards: list[np.ndarray], spec) -> list[np.ndarray]``, your tensor-parallel NS.
+
+    fn receives the shards of a matrix exactly as AutoTP lays them out (float32, rank order; a rank
+    past the KV groups gets a zero-width shard) and returns each rank's result, of its shard's shape.
+    spec is a types.SimpleNamespace: tp, axis (0 rows / 1 cols), rows, cols, rule ("grain",
+    "head_aligned", "gqa_q_proj", "gqa_kv_proj", "fused_qkv"), heads, kv_heads, head_dim (> 0: whole
+    heads of head_dim rows along dim 0), grain, fused_qkv, ranges (each rank's (begin, end) pieces of
+    the split axis), shapes (each rank's shard shape), kernel, steps, dtype, coeffs.
+
+    Layouts drawn (properties/sharding/layout_generators.hpp): tp 1..max_tp and beyond (zero-width
+    ranks), both axes, the grain rule with grain 1, 64 or any, head-aligned shards, GQA q/k/v
+    projections, fused [Q;K;V]; sides up to max_dim (4 max_dim for stacked heads).
+
+    claim   "exact": every rank's block has the bits of fn's own result with the whole matrix on one
+            rank (tp 1): the result does not depend on the sharding. (nsverify's reference is another
+            implementation: it agrees within rounding, which the diagnosis measures.)
+            "rounding": the assembled result is within the S5 bound 2 S + N1 of the target, S the
+            computation's own error (max over equivalent evaluations: the whole matrix, two
+            permutations of it, and both all-reduce loops with the whole matrix on one rank), N1 the
+            reduction noise one step of the all-reduce loops adds on this layout (sides >= 8).
+            "none": no claim; only the diagnosis.
+    target  "whole" (NS of the unsharded matrix, its blocks) or "per_head" (NS of each head).
+    aspect_scale  True when fn is a Muon update: the target is then multiplied by Muon's
+            sqrt(max(1, rows/cols)) of the whole matrix's shape.
+    The knobs (kernel, steps, dtype, accumulate, products, coeffs, restart_at) say which kernel the
+    target runs (those of ``nsv ns``).
+
+    Whatever the claim, the result carries a diagnosis over diagnosis_cases sampled layouts: which
+    semantics the outputs match (whole-matrix, per-shard or per-head NS, times no aspect scale, the
+    scale of the whole matrix's shape or of each shard's), and the distance to each. A Muon update
+    that runs NS on each shard and scales it by the shard's own shape (DeepSpeed's AutoTP today) is
+    diagnosed "per-shard NS, local-shape scale".
+
+    Returns a TpCheckResult: truthy only if the claim holds (always truthy for claim="none").
+    """
+    cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
+    out = _core.check_tp(fn, cfg, claim, target, bool(aspect_scale), int(max_tp), int(max_dim),
+                         DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size),
+                         int(diagnosis_cases), replay or "")
+    properties = [PropertyResult.from_core(p, required=True) for p in out["properties"]]
+    diagnosis = out["diagnosis"] or {"candidates": [], "cases": []}
+    candidates = [Candidate(**c) for c in diagnosis["candidates"]]
+    name = getattr(fn, "__qualname__", repr(fn))
+    subject = f"check_tp({name}: claim {claim}, target {out['target']}; {cfg.kernel} {cfg.dtype} steps={cfg.steps})"
+    return TpCheckResult(subject, properties, out["target"], candidates, diagnosis["cases"])

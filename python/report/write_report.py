@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Writes reports/python/: what nsverify's checks say about the shipped implementations.
+
+  results.json  every check's result (properties, cases, shrunk counterexamples, replay strings,
+                diagnoses), as CheckResult.to_dict() gives it
+  README.md     rendered from results.json (and overhead.json, written by
+                tools/bench/nsverify_overhead.py --json) by templates/python_report.md.j2 (Jinja2)
+
+Sections: the numpy kernels and TP updates (which must pass what they promise), every seeded bug
+with its shrunk counterexample, and DeepSpeed's two kernels transcribed to PyTorch (CPU, fp32 and
+bf16), run when torch imports: a finding about a real implementation, reported as it comes out.
+
+    PYTHONPATH=build/python /usr/bin/python3 python/report/write_report.py [--out reports/python] [--render-only]
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+import warnings
+
+import jinja2
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+
+
+def kernel_section(nsverify):
+    import numpy_ns
+    return [dict(name=name, knobs=knobs, result=nsverify.check_kernel(fn, batched=True, **knobs).to_dict())
+            for name, knobs, fn in (("numpy standard fp32", dict(kernel="standard"), numpy_ns.standard_ns),
+                                    ("numpy gram fp32", dict(kernel="gram"), numpy_ns.gram_ns))]
+
+
+def summary(result):
+    """A TP result without its per-case distances (the candidates' tallies carry them)."""
+    d = result.to_dict()
+    d.pop("cases", None)
+    return d
+
+
+def tp_section(nsverify):
+    import numpy_tp
+    runs = (("allreduce_ns", dict(claim="rounding"), numpy_tp.allreduce_ns),
+            ("allreduce_muon_update", dict(claim="rounding", aspect_scale=True), numpy_tp.allreduce_muon_update),
+            ("autotp_muon_update (DeepSpeed's AutoTP today)", dict(claim="none", aspect_scale=True),
+             numpy_tp.autotp_muon_update))
+    return [dict(name=name, knobs=knobs, result=summary(nsverify.check_tp(fn, kernel="standard", **knobs)))
+            for name, knobs, fn in runs]
+
+
+def bug_section(nsverify):
+    from seeded_bug_catalog import KERNEL_BUGS, TP_BUGS
+    out = []
+    for fn, knobs, prop in KERNEL_BUGS:
+        out.append(dict(name=fn.__name__, doc=fn.__doc__, check="check_kernel", knobs=knobs, expected=prop,
+                        result=nsverify.check_kernel(fn, **knobs).to_dict()))
+    for fn, knobs, prop in TP_BUGS:
+        out.append(dict(name=fn.__name__, doc=fn.__doc__, check="check_tp", knobs=dict(kernel="standard", **knobs),
+                        expected=prop, result=summary(nsverify.check_tp(fn, kernel="standard", **knobs))))
+    return out
+
+
+def deepspeed_section(nsverify):
+    try:
+        import torch
+        import deepspeed_torch
+    except ImportError as e:
+        return dict(available=False, why=str(e), runs=[])
+    torch.set_num_threads(1)
+    runs = [dict(name=name, knobs=knobs, result=nsverify.check_kernel(fn, batched=True, **knobs).to_dict())
+            for name, knobs, fn in deepspeed_torch.kernels()]
+    return dict(available=True, torch=torch.__version__, runs=runs)
+
+
+def render(out):
+    data = json.loads((out / "results.json").read_text())
+    overhead = out / "overhead.json"  # tools/bench/nsverify_overhead.py --json, when it was run
+    data["overhead"] = json.loads(overhead.read_text()) if overhead.exists() else []
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    (out / "README.md").write_text(env.get_template("python_report.md.j2").render(**data))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "reports" / "python"))
+    ap.add_argument("--render-only", action="store_true", help="re-render README.md from results.json")
+    args = ap.parse_args()
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.render_only:
+        import nsverify
+        warnings.filterwarnings("ignore", category=RuntimeWarning)  # K8's NaN/Inf inputs, on purpose
+        data = dict(version=nsverify.__version__, kernels=kernel_section(nsverify), tp=tp_section(nsverify),
+                    bugs=bug_section(nsverify), deepspeed=deepspeed_section(nsverify))
+        (out / "results.json").write_text(json.dumps(data, indent=1) + "\n")
+    render(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+#pragma once
+// numpy arrays in and out of the library's matrices. In: float32 or float64, 2-D (one matrix)
+// or 3-D (a batch), any strides (C order, Fortran order, views, negative strides); the values
+// are copied, so the library never sees the caller's memory. Out: C-ordered float32 arrays
+// (float64 where the computation was fp64), which hold every value the library computed exactly.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "nsv/matrix.hpp"
+
+namespace nsv::python {
+
+namespace py = pybind11;
+
+// `name` is the argument's name in messages: "G: expected a 2-D array, got shape (3,)".
+MatD matrix_from(const py::handle& array, const std::string& name);
+// A 2-D array is a batch of one; *three_d (if given) says whether the input was 3-D.
+Batch batch_from(const py::handle& array, const std::string& name, bool* three_d = nullptr);
+
+py::array matrix_to_array(const MatD& m, bool float64);
+// Stacked into one 3-D array; every matrix must have the same shape.
+py::array batch_to_array(const Batch& b, bool float64);
+
+}  // namespace nsv::python

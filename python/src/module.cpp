@@ -1,0 +1,33 @@
+// The extension module `_nsverify`; the package `nsverify` (python/nsverify/) wraps it with
+// keyword signatures, docstrings and result objects.
+#include <pybind11/pybind11.h>
+#include <rapidcheck/detail/Configuration.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "errors.hpp"
+#include "kernel_properties.hpp"
+#include "reference_bindings.hpp"
+#include "tp_properties.hpp"
+
+namespace {
+// RapidCheck announces its global configuration (read from RC_PARAMS) on stderr the first time it
+// is used. The checks pass their own parameters and print nothing unasked, so the announcement
+// is swallowed here, once.
+void load_rapidcheck_configuration_quietly() {
+  std::ostringstream swallowed;
+  auto* saved = std::cerr.rdbuf(swallowed.rdbuf());
+  rc::detail::configuration();
+  std::cerr.rdbuf(saved);
+}
+}  // namespace
+
+PYBIND11_MODULE(_nsverify, m) {
+  load_rapidcheck_configuration_quietly();
+  m.doc() = "nsverify's C++ core: the reference, the shard model, the audit, and the property checks";
+  nsv::python::register_error_translation();
+  nsv::python::bind_reference(m);
+  nsv::python::bind_kernel_check(m);
+  nsv::python::bind_tp_check(m);
+}

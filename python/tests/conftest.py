@@ -1,0 +1,5 @@
+"""The shipped implementations under test live in examples/ at the repository root."""
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))

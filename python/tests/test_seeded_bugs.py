@@ -1,0 +1,30 @@
+"""Every seeded bug is caught, and by the property that names it (the checked-in report
+reports/python/README.md quotes each shrunk counterexample)."""
+import pytest
+
+import nsverify
+import numpy_tp
+from seeded_bug_catalog import KERNEL_BUGS, TP_BUGS
+
+
+def assert_caught(result, prop):
+    assert not result, f"the seeded bug passed:\n{result}"
+    p = result[prop]
+    assert p.status == "fails", f"{prop} did not catch it:\n{result}"
+    assert p.counterexample and p.replay and p.message
+    return p
+
+
+@pytest.mark.parametrize("fn, kwargs, prop", KERNEL_BUGS, ids=[b[0].__name__ for b in KERNEL_BUGS])
+def test_kernel_bug_is_caught(fn, kwargs, prop):
+    assert_caught(nsverify.check_kernel(fn, **kwargs), prop)
+
+
+@pytest.mark.parametrize("fn, kwargs, prop", TP_BUGS, ids=[b[0].__name__ + "-" + b[1]["claim"] for b in TP_BUGS])
+def test_tp_bug_is_caught(fn, kwargs, prop):
+    p = assert_caught(nsverify.check_tp(fn, kernel="standard", **kwargs), prop)
+    assert "tp" in p.detail["input"]
+
+
+def test_norm_per_shard_matches_no_semantics():
+    assert nsverify.check_tp(numpy_tp.norm_per_shard, claim="none", kernel="standard").diagnosis is None
