@@ -126,7 +126,8 @@ void bind_layouts(py::module_& m) {
                             std::int64_t grain) { return layout_of(dim, tp, axis, heads, kv_heads, grain); },
         py::arg("dim"), py::arg("tp"), py::arg("axis") = 0, py::arg("heads") = 0, py::arg("kv_heads") = 0,
         py::arg("grain") = 1);
-  m.def("fused_layout", &fused_layout, py::arg("axis"), py::arg("part_sizes"));
+  m.def("fused_layout", py::overload_cast<int, const std::vector<std::vector<std::int64_t>>&>(&fused_layout), py::arg("axis"),
+        py::arg("part_sizes"));
   m.def("contiguous_layout", &contiguous_layout, py::arg("axis"), py::arg("sizes"));
   m.def("head_aligned_sizes", &head_aligned_sizes, py::arg("dim"), py::arg("kv_groups"), py::arg("tp"));
   m.def("grain_sizes", &grain_sizes, py::arg("dim"), py::arg("tp"), py::arg("grain"));
