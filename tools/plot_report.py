@@ -113,9 +113,11 @@ class Figures:
         print(f"wrote figures/{name}.png and .svg")
 
     def write_index(self):
-        with open(os.path.join(self.fig_dir, "index.json"), "w") as f:
+        path = os.path.join(self.fig_dir, "index.json")
+        with open(path + ".tmp", "w") as f:  # renamed when complete: a failed run leaves the old index
             json.dump(self.index, f, indent=1, sort_keys=True)
             f.write("\n")
+        os.replace(path + ".tmp", path)
 
 
 def divergence_vs_tp(figs, rows, strategies):

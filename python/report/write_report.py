@@ -79,7 +79,14 @@ def render(out):
     data["overhead"] = json.loads(overhead.read_text()) if overhead.exists() else []
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    (out / "README.md").write_text(env.get_template("python_report.md.j2").render(**data))
+    write_atomically(out / "README.md", env.get_template("python_report.md.j2").render(**data))
+
+
+def write_atomically(path, text):
+    """Writes beside `path` and renames when complete: a failed run never leaves a half-written file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def main():
@@ -94,7 +101,7 @@ def main():
         warnings.filterwarnings("ignore", category=RuntimeWarning)  # K8's NaN/Inf inputs, on purpose
         data = dict(version=nsverify.__version__, kernels=kernel_section(nsverify), tp=tp_section(nsverify),
                     bugs=bug_section(nsverify), deepspeed=deepspeed_section(nsverify))
-        (out / "results.json").write_text(json.dumps(data, indent=1) + "\n")
+        write_atomically(out / "results.json", json.dumps(data, indent=1) + "\n")
     render(out)
 
 

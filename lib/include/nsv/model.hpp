@@ -73,7 +73,7 @@ struct MuonParam {
   // (the model's num_kv_heads global); 0: the grain rule (MLP and MoE names, tp_shard.py:64,78).
   std::int64_t kv_groups = 0;
   FusedKind fused = FusedKind::none;
-  std::vector<SubMatrix> parts;  // fused: the sub-matrices along dim 0, in storage order
+  std::vector<SubMatrix> parts{};  // fused: the sub-matrices along dim 0, in storage order
   std::int64_t copies = 1;       // matrices of this shape per layer (routed experts: their count)
   bool expert = false;           // a routed expert: expert parallelism can place it whole on a rank
 
