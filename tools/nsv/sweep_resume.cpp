@@ -14,7 +14,8 @@ const std::string& header_line() {
   return line;
 }
 
-// Reads every row of an earlier run into `out.rows`; returns false when the file is empty.
+// Reads every row of an earlier run into the cases of `out.rows` still empty (a row already there
+// is kept); returns false when the file is empty.
 bool read_earlier_rows(const std::string& path, const SweepPlan& plan, SweepFile& out) {
   const auto lines = read_lines(path, false, &out.dropped_partial_bytes);
   if (lines.empty()) return false;
@@ -61,21 +62,15 @@ SweepFile open_sweep_file(const std::string& out, bool resume, const SweepPlan& 
   const std::string partial = partial_sweep_path(out);
   bool fresh = true;
   if (resume) {
+    // OUT is only ever written whole (finish_sweep_file), so only OUT.partial can end in a torn
+    // line; rows of OUT come first, OUT.partial fills the cases OUT lacks (read_earlier_rows
+    // never replaces a row it already holds).
     if (std::filesystem::exists(out)) read_earlier_rows(out, plan, result);
-    std::size_t dropped = 0;
+    result.dropped_partial_bytes = 0;
     if (std::filesystem::exists(partial)) {
-      SweepFile from_partial;
-      from_partial.rows.resize(plan.cases.size());
-      fresh = !read_earlier_rows(partial, plan, from_partial);
-      dropped = from_partial.dropped_partial_bytes;
-      for (std::size_t i = 0; i < plan.cases.size(); ++i)
-        if (!result.rows[i] && from_partial.rows[i]) {
-          result.rows[i] = std::move(from_partial.rows[i]);
-          ++result.resumed;
-        }
+      fresh = !read_earlier_rows(partial, plan, result);
+      if (result.dropped_partial_bytes > 0) read_lines(partial, true);  // cut the partial line off the file
     }
-    result.dropped_partial_bytes = dropped;
-    if (dropped > 0) read_lines(partial, true);  // cut the partial line off the file
   }
   result.file = std::make_unique<AppendFile>(partial, fresh);
   if (fresh) result.file->append(header_line());
