@@ -61,7 +61,14 @@ for h in "${harnesses[@]}"; do
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
   ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
   result=ok
-  if [ $rc -ne 0 ]; then result="FOUND A BUG (exit $rc): see $log and build-fuzz/artifacts/"; status=1; fi
+  if [ $rc -ne 0 ]; then result="FOUND A BUG (exit $rc): see build-fuzz/logs/$h.log and build-fuzz/artifacts/"; status=1; fi
   printf '%-24s %12s %10s %8s %8s %s\n' "$h" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result"
+  if [ $rc -ne 0 ]; then  # what went wrong and the input, so that a CI log alone says what to fix
+    grep -m 8 -E "what\(\)|ERROR|SUMMARY|runtime error|Test unit written" "$log" | sed 's/^/    /' || true
+    artifact=$(sed -nE 's/.*Test unit written to (.*)$/\1/p' "$log" | tail -1)
+    if [ -n "$artifact" ] && [ -f "$build/$artifact" ]; then
+      echo "    input (first 512 bytes, base64): $(head -c 512 "$build/$artifact" | base64 -w0)"
+    fi
+  fi
 done
 exit $status

@@ -98,6 +98,8 @@ json parse_header(const std::string& source, std::string_view text) {
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::parse_error& e) {
     fail(source, std::string("the header is not valid JSON (names must be UTF-8): ") + e.what());
+  } catch (const json::exception& e) {  // valid JSON nlohmann cannot hold, e.g. a number past double's range
+    fail(source, std::string("the header holds a value that cannot be read: ") + e.what());
   }
 }
 

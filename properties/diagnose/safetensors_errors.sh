@@ -32,6 +32,7 @@ case("length_past_end", frame(json.dumps({Q: entry()}), full, length=10**6), "tr
 case("length_over_limit", frame("{}", b"", length=100_000_001), "limit of 100000000")
 case("not_an_object", frame("[1, 2, 3]"), "does not start with")
 case("not_json", frame('{"%s": {"dtype": "F32",' % Q), "not valid JSON")
+case("number_out_of_range", frame('{"%s": {"dtype": "F32", "shape": [256, 256], "data_offsets": [0, 1e999]}}' % Q), "cannot be read.*number overflow")
 case("name_not_utf8", frame(b'{"model.layers.0.\xff.q_proj.weight": {}}'), "UTF-8")
 case("duplicate_name", frame('{"%s": %s, "%s": %s}' % (Q, json.dumps(entry()), Q, json.dumps(entry()))), "twice")
 case("unknown_dtype", frame(json.dumps({Q: entry(dtype="F33")}), full), "tensor '%s'.*unknown dtype" % Q)
