@@ -1,5 +1,6 @@
 // libFuzzer harness: `nsv sweep --resume` reading an interrupted sweep's rows (OUT.partial) for a
-// fixed small plan (the one fuzz/corpus/sweep_resume/ was written by). Every kept row must be one
+// fixed small plan (the one fuzz/corpus/sweep_resume/sweep.csv was written by: nsv sweep --shapes 8x8 --tp 1,2
+// --axis 0,1 --kernel standard,gram --strategy shard,gather --steps 1 --fused none,gate_up). Every kept row must be one
 // of the plan's cases; refusals are std::invalid_argument (a damaged file) or std::runtime_error.
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +22,7 @@ const nsv::cli::SweepPlan& plan() {
     spec.kernels = {"standard", "gram"};
     spec.strategies = {"shard", "gather"};
     spec.steps = {1};
+    spec.fused = {"none", "gate_up"};
     return nsv::cli::plan_sweep(spec);
   }();
   return p;

@@ -8,7 +8,8 @@
 #   4. resume both with --resume, and check that exactly the missing cases ran
 #   5. compare with full.csv: identical except the `seconds` column (the last one: wall time,
 #      the only column that legitimately differs between runs).
-# `--strategy all` is every strategy of the record table; per_head is skipped (no --heads).
+# `--strategy all` is every strategy of the record table; per_head is skipped (no --heads). The
+# fused column is part of the case key: gate_up cases are their own rows (dim 0 only).
 # Also checks that bad input leaves an existing output file untouched, and that the rows do not
 # depend on the thread count.
 #
@@ -22,7 +23,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/nsv-resume.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 SWEEP=(sweep --shapes 256x256,512x1024 --tp 1,2,4,8 --axis 0,1 --kernel gram,standard
-       --strategy all --spectrum gaussian,lowrank:16
+       --strategy all --spectrum gaussian,lowrank:16 --fused none,gate_up
        --seeds 1 --quiet)
 fail=0
 pass() { echo "PASS: $*"; }

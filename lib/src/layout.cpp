@@ -165,7 +165,7 @@ FusedGeometry fused_geometry(FusedKind kind, std::int64_t rows, std::int64_t hea
   if (kind == FusedKind::none) throw InvalidField("fused", "must name a fused layout");
   if (kind == FusedKind::gate_up) {
     if (heads != 0 || kv_heads != 0) throw InvalidField("heads", "a fused gate_up matrix has no heads, got " + std::to_string(heads));
-    if (rows < 2 || rows % 2 != 0) throw InvalidField("rows", "a fused [gate; up] matrix needs an even row count, got " + std::to_string(rows));
+    if (rows < 2 || rows % 2 != 0) throw InvalidField("shape", "a fused [gate; up] matrix needs an even row count, got " + std::to_string(rows));
     g.part_rows = {rows / 2, rows / 2};
     return g;
   }
@@ -177,7 +177,7 @@ FusedGeometry fused_geometry(FusedKind kind, std::int64_t rows, std::int64_t hea
     throw InvalidField("kv_heads", "the bigcode layout has one shared K and V head (multi-query), got " + std::to_string(kv));
   const std::int64_t units = heads + 2 * kv;
   if (rows % units != 0)
-    throw InvalidField("rows", std::to_string(rows) + " rows are not " + std::to_string(units) + " heads (" + std::to_string(heads) +
+    throw InvalidField("shape", std::to_string(rows) + " rows are not " + std::to_string(units) + " heads (" + std::to_string(heads) +
                                    " query + 2 x " + std::to_string(kv) + " KV) of equal size");
   g.head_dim = rows / units;
   g.part_rows = {heads * g.head_dim, kv * g.head_dim, kv * g.head_dim};
@@ -188,6 +188,27 @@ FusedGeometry fused_geometry(FusedKind kind, std::int64_t rows, std::int64_t hea
 Layout autotp_layout(int axis, std::int64_t dim, int tp, std::int64_t kv_groups, std::int64_t grain) {
   const auto sizes = kv_groups > 0 ? head_aligned_sizes(dim, kv_groups, tp) : grain_sizes(dim, tp, grain);
   return contiguous_layout(axis, sizes);
+}
+
+AutoTpSplit autotp_split(FusedKind kind, int axis, std::int64_t dim, int tp, std::int64_t heads, std::int64_t kv_heads,
+                         std::int64_t grain) {
+  AutoTpSplit s;
+  if (kind == FusedKind::none) {
+    s.per_head = head_geometry(dim, heads, kv_heads, axis);
+    s.heads = s.per_head.heads;
+    s.kv_heads = s.per_head.kv_groups;
+    s.layout = autotp_layout(axis, dim, tp, s.per_head.kv_groups, grain);
+    return s;
+  }
+  if (axis != 0) throw InvalidField("axis", "must be 0 for a fused matrix: AutoTP fuses column-parallel (dim-0) projections only");
+  const FusedGeometry f = fused_geometry(kind, dim, heads, kv_heads);
+  s.per_head.head_dim = f.head_dim;
+  s.per_head.heads = f.head_dim > 0 ? dim / f.head_dim : 0;
+  s.per_head.kv_groups = f.autotp_kv_heads;
+  s.heads = f.head_dim > 0 ? f.part_rows[0] / f.head_dim : 0;
+  s.kv_heads = f.head_dim > 0 ? f.part_rows[1] / f.head_dim : 0;
+  s.layout = autotp_fused_layout(kind, f.part_rows, tp, f.autotp_kv_heads, grain);
+  return s;
 }
 
 Layout autotp_layout(const MuonParam& p, int tp, std::int64_t grain) {

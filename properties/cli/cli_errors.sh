@@ -141,6 +141,12 @@ expect_error "report --threads 0" "--threads: must be an integer between 1 and 1
 expect_error "sweep --seeds 2000000000" "--seeds: must be an integer between 1 and 100000" "$nsv" sweep --shapes 16x32 --seeds 2000000000
 expect_error "sweep --restart-at 5000" "--restart-at" "$nsv" sweep --shapes 16x32 --restart-at 5000
 expect_error "sweep --axis 2" "--axis" "$nsv" sweep --shapes 16x32 --axis 2
+expect_error "sweep --fused qkv:megatron" "--fused qkv:megatron: expected none, qkv:glm" "$nsv" sweep --shapes 24x32 --fused qkv:megatron --heads 2
+expect_error "sweep --fused qkv:glm without --heads" "--fused qkv:glm needs --heads" "$nsv" sweep --shapes 24x32 --fused qkv:glm
+expect_error "sweep --fused rows not heads" "--shapes 20x32 \\(axis 0, --fused qkv:phi3\\): 20 rows are not 8 heads" "$nsv" sweep --shapes 20x32 --fused qkv:phi3 --heads 4 --kv-heads 2
+expect_error "sweep --fused gate_up, odd rows" "--fused gate_up\): a fused \[gate; up\] matrix needs an even row count" "$nsv" sweep --shapes 15x32 --fused gate_up
+expect_error "shard --fused qkv:bigcode with 2 KV heads" "--kv-heads the bigcode layout has one shared K and V head" "$nsv" shard --shape 48x32 --fused qkv:bigcode --heads 4 --kv-heads 2
+expect_error "shard --fused on axis 1" "--axis must be 0 for a fused matrix" "$nsv" shard --shape 48x32 --fused gate_up --axis 1
 # Sizes checked before anything is allocated (under ulimit -v these would fail anyway: the
 # message must say what to reduce, not "std::bad_alloc").
 expect_error "shard --shape 65536x65536" "--shape asks for 65536x65536.*needs about .* GiB" "$nsv" shard --shape 65536x65536 --tp 2
@@ -162,13 +168,15 @@ expect_error "sweep --out is the spectrum file" "--out .* is the --spectrum file
 expect_error "sweep --out is the coefficient file" "--out .* is the --coeffs file" "$nsv" sweep --shapes 16x32 --coeffs "$work/coeffs_nan.txt" --out "$work/coeffs_nan.txt"
 # --resume checks every field of every kept row, and never changes a file it refuses.
 "$nsv" sweep --shapes 8x8 --tp 2 --quiet --out "$work/sweep.csv" >/dev/null || echo "FAIL: could not write the resume fixture"
-damage() {  # $1 name, $2 sed expression applied to the data row
-  { head -n 1 "$work/sweep.csv"; tail -n 1 "$work/sweep.csv" | sed -E "$2"; } >"$work/$1.csv"
+damage() {  # $1 name, $2 column (by its header name), $3 the field's new text ("&": the old text)
+  awk -F, -v OFS=, -v col="$2" -v val="$3" \
+    'NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; print; next } { v = val; gsub(/&/, $c, v); $c = v; print }' \
+    "$work/sweep.csv" >"$work/$1.csv"
 }
-damage cosine7 's/^(([^,]*,){22})[^,]*/\17/'
-damage noncanonical 's/^(([^,]*,){23}[^,]*)/\1e0/'
-damage ranks 's/^(([^,]*,){21})[^,]*/\10.5/'
-damage negative 's/^(([^,]*,){19})[^,]*/\1-1/'
+damage cosine7 cosine 7
+damage noncanonical norm_ratio '&e0'
+damage ranks rel_diff_ranks 0.5
+damage negative rel_diff_mean -1
 { echo "rows,cols,something"; tail -n 1 "$work/sweep.csv"; } >"$work/oldheader.csv"
 cp "$work"/{cosine7,noncanonical,ranks,negative,oldheader}.csv "$work/folder/"
 for f in cosine7:"cosine is outside" noncanonical:"not how nsv writes" ranks:"rel_diff_ranks holds 1 values for tp 2" \

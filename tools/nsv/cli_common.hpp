@@ -8,6 +8,7 @@
 
 #include "nsv/kernels.hpp"
 #include "nsv/matrix.hpp"
+#include "nsv/model.hpp"
 #include "nsv/strategies.hpp"
 
 namespace nsv::cli {
@@ -48,6 +49,12 @@ void refuse_output_over_inputs(const std::string& output_flag, const std::string
 
 // "512x1024" -> {512, 1024}; throws std::invalid_argument saying the expected form.
 std::pair<std::int64_t, std::int64_t> parse_shape(const std::string&);
+
+// --fused's value: "none", "qkv:KIND" (a fused [Q;K;V], KIND one of glm, qwen, phi3, bloom,
+// bigcode) or "gate_up"; throws std::invalid_argument listing them. fused_option_text is its
+// inverse (the canonical spelling).
+FusedKind parse_fused_option(const std::string&);
+std::string fused_option_text(FusedKind);
 
 // Strategy names in record-table order, for CLI::IsMember. `whole_target_only`: only those whose
 // target is the whole matrix (what can stand in for per_head where it does not apply).

@@ -19,30 +19,11 @@ namespace nsv::cli {
 namespace {
 
 struct ShardCommand {
-  // "--fused qkv:KIND" or "--fused gate_up" (empty: not fused).
-  FusedKind fused_kind() const {
-    if (fused.empty()) return FusedKind::none;
-    if (axis != 0) throw std::invalid_argument("--fused splits rows: it needs --axis 0");
-    if (fused == "gate_up") return FusedKind::gate_up;
-    if (fused.rfind("qkv:", 0) == 0 && fused != "qkv:gate_up") return parse_fused_kind(fused.substr(4));
-    throw std::invalid_argument("--fused " + fused + ": expected qkv:glm, qkv:qwen, qkv:phi3, qkv:bloom, qkv:bigcode or gate_up");
-  }
-  // The fused matrix's heads as per_head sees them (every sub-matrix's heads of head_dim rows) and
-  // the head count AutoTP splits it by (in kv_groups).
-  HeadGeometry fused_heads(FusedKind kind, std::int64_t rows) const {
-    const FusedGeometry f = fused_geometry(kind, rows, heads, kv_heads);
-    HeadGeometry geo;
-    geo.head_dim = f.head_dim;
-    geo.heads = f.head_dim > 0 ? rows / f.head_dim : 0;
-    geo.kv_groups = f.autotp_kv_heads;
-    return geo;
-  }
-
   NsOptions ns;
   MatrixSource source;
   int tp = 2, axis = 0;
   std::int64_t heads = 0, kv_heads = 0, grain = 1;
-  std::string strategy = "shard", target, order = "rank", backend = "cpu", fused;
+  std::string strategy = "shard", target, order = "rank", backend = "cpu", fused = "none";
   bool json = false;
 
   void run() const {
@@ -51,12 +32,10 @@ struct ShardCommand {
     require_normalizable(g, cfg, source.describe());  // every shard's norm is at most the whole's
     const Strategy s = parse_strategy(strategy);
     const Target t = target.empty() ? natural_target(s) : parse_target(target);
-    const std::int64_t dim = axis == 0 ? g.rows() : g.cols();
-    const FusedKind kind = fused_kind();
-    const HeadGeometry geo = kind == FusedKind::none ? head_geometry(dim, heads, kv_heads, axis) : fused_heads(kind, g.rows());
-    const Layout layout = kind == FusedKind::none ? autotp_layout(axis, dim, tp, geo.kv_groups, grain)
-                                                  : autotp_fused_layout(kind, fused_geometry(kind, g.rows(), heads, kv_heads).part_rows,
-                                                                        tp, geo.kv_groups, grain);
+    const FusedKind kind = parse_fused_option(fused);
+    const AutoTpSplit split = autotp_split(kind, axis, axis == 0 ? g.rows() : g.cols(), tp, heads, kv_heads, grain);
+    const HeadGeometry& geo = split.per_head;
+    const Layout& layout = split.layout;
     const auto engine = make_backend(backend);
     const ShardedMatrix m = shard_matrix(g, layout, axis == 0 ? geo.head_dim : 0);
     const StrategyRun run = run_strategy(s, *engine, m, cfg, {parse_reduction_order(order), DType::fp32});
@@ -73,7 +52,7 @@ struct ShardCommand {
     j["kv_heads"] = geo.kv_groups;
     j["head_dim"] = geo.head_dim;
     j["grain"] = grain;
-    j["fused"] = fused_kind_name(kind);
+    j["fused"] = fused_option_text(kind);
     j["shard_sizes"] = layout.widths();
     j["reduction_order"] = order;
     j["config"] = config_json(cfg);
@@ -104,8 +83,9 @@ void add_shard_command(CLI::App& app) {
   cmd->add_option("--heads", st->heads, "attention heads laid along the split axis (head-aligned shards)")->check(integer_in(1, kMaxCount));
   cmd->add_option("--kv-heads", st->kv_heads, "KV heads (GQA); shards are cut on KV-group boundaries (default: --heads)")->check(integer_in(1, kMaxCount));
   cmd->add_option("--fused", st->fused,
-                  "a fused projection cut as AutoTP cuts it: qkv:glm | qkv:qwen | qkv:phi3 | qkv:bloom | qkv:bigcode "
-                  "([Q;K;V] of --heads query and --kv-heads KV heads) | gate_up ([gate;up])");
+                  "a fused projection cut as AutoTP cuts it (needs --axis 0): none | qkv:glm | qkv:qwen | qkv:phi3 | qkv:bloom | "
+                  "qkv:bigcode ([Q;K;V] of --heads query and --kv-heads KV heads) | gate_up ([gate;up])")
+      ->capture_default_str();
   cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule: 1 training, 64 inference")->check(integer_in(1, kMaxCount))->capture_default_str();
   cmd->add_option("--strategy", st->strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
   cmd->add_option("--target", st->target, "compare against: whole | per_head (default: the strategy's own semantics)")

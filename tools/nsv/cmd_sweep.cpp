@@ -109,6 +109,10 @@ void add_sweep_command(CLI::App& app) {
                   "all-reduce orders: rank,reverse,ring,tree (only the all-reduce strategies vary with it)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--coeffs", s.coeffs, "coefficient schedules: keller,you,polar_express,FILE")->delimiter(',')->capture_default_str();
+  cmd->add_option("--fused", s.fused,
+                  "fused projections cut as AutoTP cuts them (dim-0 cases only): none,qkv:glm,qkv:qwen,qkv:phi3,qkv:bloom,"
+                  "qkv:bigcode ([Q;K;V] of --heads query and --kv-heads KV heads),gate_up ([gate;up], no heads)")
+      ->delimiter(',')->capture_default_str();
   cmd->add_option("--heads", s.heads, "attention heads along the split axis: head-aligned shards, enables per_head")->check(integer_in(1, kMaxCount));
   cmd->add_option("--kv-heads", s.kv_heads, "KV heads (GQA): shards cut on KV-group boundaries (default: --heads)")->check(integer_in(1, kMaxCount));
   cmd->add_option("--grain", s.grain, "tp_grain_size of the grain rule (1 training, 64 inference)")->check(integer_in(1, kMaxCount))->capture_default_str();

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cli_common.hpp"
+#include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
@@ -40,6 +41,7 @@ void check_ranges(const SweepSpec& spec) {
   need_nonempty(spec.spectra, "--spectrum");
   need_nonempty(spec.orders, "--reduction-order");
   need_nonempty(spec.coeffs, "--coeffs");
+  need_nonempty(spec.fused, "--fused");
   if (spec.seeds < 1) throw std::invalid_argument("--seeds must be >= 1, got " + std::to_string(spec.seeds));
   if (spec.grain < 1) throw std::invalid_argument("--grain must be >= 1");
   if (spec.heads < 0 || spec.kv_heads < 0) throw std::invalid_argument("--heads and --kv-heads must be positive");
@@ -55,6 +57,7 @@ struct ParsedSpec {
   std::vector<ReductionOrder> orders;
   std::vector<CoeffSchedule> schedules;
   std::vector<Spectrum> spectra;
+  std::vector<FusedKind> fused;
   std::map<std::string, Shape> file_shapes;  // file spectrum path -> the file's matrix shape
   std::map<std::string, double> file_norms;  // file spectrum path -> its Frobenius norm
   Accumulate accumulate = Accumulate::fp32;
@@ -69,7 +72,7 @@ void require_plan_fits(const SweepSpec& spec, const ParsedSpec& p) {
   std::uint64_t combinations = 1;
   for (const std::size_t n : {p.shapes.size(), p.spectra.size(), static_cast<std::size_t>(spec.seeds), p.kernels.size(),
                               p.dtypes.size(), spec.steps.size(), p.schedules.size(), spec.tps.size(), spec.axes.size(),
-                              p.strategies.size(), p.orders.size()})
+                              p.fused.size(), p.strategies.size(), p.orders.size()})
     combinations = saturating_product(combinations, n);
   if (combinations > kMaxCombinations)
     throw std::invalid_argument("the lists and --seeds make " + std::to_string(combinations) + " combinations, more than the " +
@@ -77,6 +80,29 @@ void require_plan_fits(const SweepSpec& spec, const ParsedSpec& p) {
   for (const auto& [rows, cols] : p.shapes)
     require_memory(ns_working_bytes(rows, cols), "shapes",
                    std::to_string(rows) + "x" + std::to_string(cols) + " (Newton-Schulz of a float64 matrix of that shape)");
+}
+
+// The heads a case of this fused kind is split by: a [gate; up] matrix has none.
+std::int64_t heads_of(FusedKind f, std::int64_t heads) { return f == FusedKind::gate_up ? 0 : heads; }
+
+// Every shape's split exists for every axis and fused kind it runs with: heads divide the split
+// axis of a plain matrix (q/k/v on dim 0, o_proj on dim 1), a fused matrix's rows are its heads.
+void require_geometries(const SweepSpec& spec, const ParsedSpec& p) {
+  for (FusedKind f : p.fused) {
+    if (f != FusedKind::none && f != FusedKind::gate_up && spec.heads == 0)
+      throw std::invalid_argument("--fused " + fused_option_text(f) + " needs --heads (the query heads of the fused [Q;K;V])");
+    for (const auto& [r, c] : p.shapes)
+      for (int a : spec.axes) {
+        if (f != FusedKind::none && a != 0) continue;  // skipped: a fused matrix is split on dim 0
+        try {
+          autotp_split(f, a, a == 0 ? r : c, 1, heads_of(f, spec.heads), heads_of(f, spec.kv_heads), spec.grain);
+        } catch (const InvalidField& e) {
+          const std::string flag = e.field() == "shape" ? "" : flag_of_field(e.field()) + " ";
+          throw std::invalid_argument("--shapes " + std::to_string(r) + "x" + std::to_string(c) + " (axis " + std::to_string(a) +
+                                      ", --fused " + fused_option_text(f) + "): " + flag + e.requirement());
+        }
+      }
+  }
 }
 
 ParsedSpec parse_spec(const SweepSpec& spec) {
@@ -113,11 +139,9 @@ ParsedSpec parse_spec(const SweepSpec& spec) {
       p.file_norms[sp.path] = m.norm();
     }
   }
+  p.fused = parse_all(spec.fused, parse_fused_option);
   require_plan_fits(spec, p);
-  // Heads lie along the split axis (q/k/v on dim 0, o_proj on dim 1): they must divide it.
-  if (spec.heads > 0)
-    for (const auto& [r, c] : p.shapes)
-      for (int a : spec.axes) head_geometry(a == 0 ? r : c, spec.heads, spec.kv_heads, a);
+  require_geometries(spec, p);
   return p;
 }
 
@@ -142,6 +166,8 @@ std::string sweep_skip_reason(const SweepCase& c, const Spectrum& spectrum, cons
   if (c.strategy == Strategy::per_head && c.axis == 1)
     return "per_head on a dim-1 (row-parallel) split: heads are not on dim 0";
   if (c.strategy == Strategy::per_head && c.heads == 0) return "per_head without --heads";
+  if (c.strategy == Strategy::per_head && !inapplicable_reason(c.strategy, c.layout(), c.head_dim).empty())
+    return "per_head on shards that are not head-aligned: AutoTP's cut splits a head";
   if (order_index > 0 && !uses_all_reduce(c.strategy))
     return "reduction order has no effect: strategy without an all-reduce";
   if (seen.count(c.key())) return "duplicate of an earlier case (a value repeated in a list)";
@@ -152,7 +178,7 @@ std::string sweep_skip_reason(const SweepCase& c, const Spectrum& spectrum, cons
 
 nlohmann::json SweepSpec::to_json() const {
   return {{"shapes", shapes}, {"tp", tps}, {"axis", axes}, {"kernel", kernels}, {"strategy", strategies},
-          {"dtype", dtypes}, {"steps", steps}, {"spectrum", spectra}, {"reduction_order", orders}, {"coeffs", coeffs},
+          {"dtype", dtypes}, {"steps", steps}, {"spectrum", spectra}, {"reduction_order", orders}, {"coeffs", coeffs}, {"fused", fused},
           {"seeds", seeds}, {"heads", heads}, {"kv_heads", kv_heads}, {"grain", grain}, {"accumulate", accumulate},
           {"products", products}, {"restart_at", restart_at}};
 }
@@ -175,6 +201,7 @@ SweepRow SweepCase::parameters() const {
   r.grain = grain;
   r.heads = heads;
   r.kv_heads = kv_heads;
+  r.fused = fused;
   r.strategy = strategy;
   r.target = natural_target(strategy);
   r.reduction_order = order;
@@ -183,7 +210,9 @@ SweepRow SweepCase::parameters() const {
 
 std::string SweepCase::key() const { return sweep_row_key(parameters()); }
 
-Layout SweepCase::layout() const { return autotp_layout(axis, axis == 0 ? rows : cols, tp, kv_heads, grain); }
+AutoTpSplit SweepCase::split() const { return autotp_split(fused, axis, axis == 0 ? rows : cols, tp, heads, kv_heads, grain); }
+
+Layout SweepCase::layout() const { return split().layout; }
 
 SweepPlan plan_sweep(const SweepSpec& spec) {
   const ParsedSpec p = parse_spec(spec);
@@ -203,6 +232,7 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
               for (const auto& sched : p.schedules)
                 for (int tp : spec.tps)
                   for (int axis : spec.axes)
+                    for (FusedKind f : p.fused)
                     for (Strategy s : p.strategies)
                       for (std::size_t oi = 0; oi < p.orders.size(); ++oi) {
                         c.rows = rows;
@@ -215,12 +245,19 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
                         c.ns.coeffs = sched;
                         c.tp = tp;
                         c.axis = axis;
-                        const HeadGeometry geo = head_geometry(axis == 0 ? rows : cols, spec.heads, spec.kv_heads, axis);
-                        c.heads = geo.heads;
-                        c.kv_heads = geo.kv_groups;
-                        c.head_dim = geo.head_dim;
                         c.strategy = s;
                         c.order = p.orders[oi];
+                        c.fused = f;
+                        if (f != FusedKind::none && axis != 0) {
+                          ++plan.skipped["fused projection on a dim-1 split: AutoTP fuses column-parallel (dim-0) matrices only"];
+                          continue;
+                        }
+                        c.heads = heads_of(f, spec.heads);
+                        c.kv_heads = heads_of(f, spec.kv_heads);
+                        const AutoTpSplit split = c.split();
+                        c.heads = split.heads;
+                        c.kv_heads = split.kv_heads;
+                        c.head_dim = split.per_head.head_dim;
                         if (const std::string why = sweep_skip_reason(c, sp, p, oi, seen); !why.empty()) {
                           ++plan.skipped[why];
                           continue;

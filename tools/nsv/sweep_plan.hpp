@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nsv/kernels.hpp"
+#include "nsv/layout.hpp"
 #include "nsv/strategies.hpp"
 #include "sweep_row.hpp"
 
@@ -27,6 +28,7 @@ struct SweepSpec {
   std::vector<std::string> spectra{"gaussian"};
   std::vector<std::string> orders{"rank"};
   std::vector<std::string> coeffs{"keller"};
+  std::vector<std::string> fused{"none"};  // none | qkv:KIND | gate_up (dim-0 cases only)
   int seeds = 1;
   std::int64_t heads = 0, kv_heads = 0, grain = 1;
   std::string accumulate = "fp32";
@@ -43,13 +45,15 @@ struct SweepCase {
   std::uint64_t seed = 0;
   NsConfig ns;
   int tp = 1, axis = 0;
-  std::int64_t grain = 1, heads = 0, kv_heads = 0, head_dim = 0;
+  std::int64_t grain = 1, heads = 0, kv_heads = 0, head_dim = 0;  // the matrix's heads; head_dim: per_head's
+  FusedKind fused = FusedKind::none;
   Strategy strategy = Strategy::shard;
   ReductionOrder order = ReductionOrder::rank;
 
   SweepRow parameters() const;  // a row with the key columns filled in, the results empty
   std::string key() const;      // sweep_row_key(parameters())
-  Layout layout() const;        // AutoTP's shards of the split axis
+  AutoTpSplit split() const;    // AutoTP's split of the case's matrix (autotp_split)
+  Layout layout() const;        // its shards of the split axis
 };
 
 struct SweepPlan {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "cli_common.hpp"
 #include "csv.hpp"
 
 namespace nsv::cli {
@@ -77,6 +78,8 @@ std::string text(Accumulate v) { return std::string(accumulate_name(v)); }
 void read(const std::string& s, Accumulate& v) { v = parse_accumulate(s); }
 std::string text(Products v) { return std::string(products_name(v)); }
 void read(const std::string& s, Products& v) { v = parse_products(s); }
+std::string text(FusedKind v) { return fused_option_text(v); }
+void read(const std::string& s, FusedKind& v) { v = parse_fused_option(s); }
 std::string text(Strategy v) { return std::string(strategy_name(v)); }
 void read(const std::string& s, Strategy& v) { v = parse_strategy(s); }
 std::string text(Target v) { return std::string(target_name(v)); }
@@ -146,6 +149,7 @@ constexpr Column kColumns[] = {
     column<&SweepRow::grain>("grain", kKey),
     column<&SweepRow::heads>("heads", kKey),
     column<&SweepRow::kv_heads>("kv_heads", kKey),
+    column<&SweepRow::fused>("fused", kKey),
     column<&SweepRow::strategy>("strategy", kKey),
     column<&SweepRow::target>("target", kKey),
     column<&SweepRow::reduction_order>("reduction_order", kKey),

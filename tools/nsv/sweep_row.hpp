@@ -16,6 +16,7 @@
 #include "nsv/communicator.hpp"
 #include "nsv/dtype.hpp"
 #include "nsv/kernels.hpp"
+#include "nsv/model.hpp"
 #include "nsv/strategy.hpp"
 
 namespace nsv::cli {
@@ -34,6 +35,7 @@ struct SweepRow {
   int restart_at = 0;
   int tp = 1, axis = 0;
   std::int64_t grain = 1, heads = 0, kv_heads = 0;
+  FusedKind fused = FusedKind::none;  // a fused projection's layout (heads, kv_heads: its query and KV heads)
   Strategy strategy = Strategy::shard;
   Target target = Target::whole;
   ReductionOrder reduction_order = ReductionOrder::rank;

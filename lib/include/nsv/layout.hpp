@@ -82,7 +82,7 @@ HeadGeometry head_geometry(std::int64_t dim, std::int64_t heads, std::int64_t kv
 //     kv_heads for glm and phi3 and by heads for bloom and bigcode (the num_kv_heads their models'
 //     configs give: Falcon's and GPT-BigCode's num_attention_heads).
 //   gate_up: two equal halves, no heads (heads and kv_heads must be 0).
-// Throws nsv::InvalidField naming heads, kv_heads or rows when they do not describe such a matrix.
+// Throws nsv::InvalidField naming heads, kv_heads or shape when they do not describe such a matrix.
 struct FusedGeometry {
   std::vector<std::int64_t> part_rows;
   std::int64_t head_dim = 0;        // 0 for gate_up
@@ -93,6 +93,21 @@ FusedGeometry fused_geometry(FusedKind, std::int64_t rows, std::int64_t heads, s
 // AutoTP's layout of a split axis of length dim: head-aligned on the KV groups when there are
 // any (kv_groups > 0), grain-based otherwise.
 Layout autotp_layout(int axis, std::int64_t dim, int tp, std::int64_t kv_groups, std::int64_t grain);
+
+// One matrix split along `axis` as AutoTP splits it, from the head counts a user gives (`nsv
+// shard`, `nsv sweep`): plain (FusedKind::none: head_geometry, then autotp_layout on its KV
+// groups) or fused (dim 0 only: fused_geometry's sub-matrices cut by autotp_fused_layout).
+// `per_head` is the head structure per_head sees: for a fused matrix every sub-matrix's heads of
+// head_dim rows, grouped as AutoTP splits them. `heads` and `kv_heads` are the matrix's own
+// counts with the defaults resolved (query and KV heads of a fused [Q;K;V]; 0 for gate_up).
+// Throws nsv::InvalidField as head_geometry and fused_geometry do, and for a fused axis 1.
+struct AutoTpSplit {
+  Layout layout;
+  HeadGeometry per_head;
+  std::int64_t heads = 0, kv_heads = 0;
+};
+AutoTpSplit autotp_split(FusedKind, int axis, std::int64_t dim, int tp, std::int64_t heads, std::int64_t kv_heads,
+                         std::int64_t grain);
 // The same for one Muon matrix: from its role, fused kind, split axis and KV groups (a replicated
 // matrix on every rank, a fused one by autotp_fused_layout, the others by autotp_sizes).
 Layout autotp_layout(const MuonParam&, int tp, std::int64_t grain = 1);
