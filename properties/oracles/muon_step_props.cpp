@@ -195,3 +195,37 @@ BOOST_AUTO_TEST_CASE(O2_negative_control_each_transcribed_detail_is_seen) {
     BOOST_CHECK_MESSAGE(seen > 0, c.name << " was never seen: the comparison cannot tell it from DeepSpeed's arithmetic");
   }
 }
+
+// Regressions of the two bugs this oracle found in lib/src/muon.cpp (fixed with it): fixed inputs
+// on which the old arithmetic differed from DeepSpeed's, each checked to still hold that pattern
+// (the wrong variant differs), so the case keeps testing the fix.
+//  - a tall 2 x 1 gradient in fp16: the aspect scale sqrt(2) was applied in fp32 and not rounded
+//    back to fp16 (O2a's shrunk counterexample, 2872 ulps);
+//  - the parameter step with lr 0.1, weight decay 1: add_ is one fused multiply-add.
+BOOST_AUTO_TEST_CASE(O2_regression_scale_in_compute_dtype_and_fused_parameter_add) {
+  StepInput s;
+  s.grad = gaussian(2, 1, 1);
+  s.momentum = MatD::Zero(2, 1);
+  s.param = gaussian(2, 1, 2);
+  s.ns.kernel = Kernel::standard;
+  s.ns.dtype = DType::fp16;
+  s.hyper.nesterov = false;
+  const auto ok = both_steps(s);
+  BOOST_CHECK_MESSAGE(props::bit_difference(ok[1].nsv, ok[1].oracle, DType::fp32).empty(),
+                      "fp16 tall update: " << props::bit_difference(ok[1].nsv, ok[1].oracle, DType::fp32));
+  s.hyper.deviation = Deviation::scale_in_fp32;
+  BOOST_CHECK(!props::bit_difference(ok[1].nsv, both_steps(s)[1].oracle, DType::fp32).empty());
+
+  StepInput p;
+  p.param = gaussian(16, 16, 3);
+  const MatD update = gaussian(16, 16, 4);
+  p.hyper.lr = 0.1;
+  p.hyper.weight_decay = 1.0;
+  MuonConfig cfg = nsv_config(p);
+  MatD param = p.param;
+  apply_update(param, update, cfg);
+  BOOST_CHECK_MESSAGE(props::bit_difference(param, props::ds::apply_step(p.param, update, p.hyper), DType::fp32).empty(),
+                      "parameter step: " << props::bit_difference(param, props::ds::apply_step(p.param, update, p.hyper), DType::fp32));
+  p.hyper.deviation = Deviation::unfused_add;
+  BOOST_CHECK(!props::bit_difference(param, props::ds::apply_step(p.param, update, p.hyper), DType::fp32).empty());
+}
