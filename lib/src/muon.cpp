@@ -60,10 +60,13 @@ MatD blend_of(const MatD& grad, const MatD& momentum_after, const MuonConfig& cf
 
 namespace {
 
-MatD scaled_fp32(const MatD& x, double scale) {
+// DeepSpeed scales the NS result in its compute dtype (`update *= max(1, rows/cols)**0.5` on the
+// bf16/fp16/fp32 tensor ns_fn returns): a float product rounded back to that dtype (fp32 and fp64
+// results stay the fp32 product).
+MatD scaled_in_compute_dtype(const MatD& x, double scale, DType compute) {
   if (scale == 1.0) return x;
   const auto s = static_cast<float>(scale);
-  return x.unaryExpr([s](double v) { return double(static_cast<float>(v) * s); });
+  return x.unaryExpr([s, compute](double v) { return double(round_to(compute, static_cast<float>(v) * s)); });
 }
 
 // The NS result is stored back in the gradient's dtype (fp32).
@@ -77,7 +80,7 @@ MatD muon_update(const Backend& b, MatD& momentum, const MatD& grad, const MuonC
   const MatD blend = momentum_and_blend(momentum, grad, cfg);
   if (!all_finite(grad)) return blend;
   if (heads > 0) return to_fp32(per_head_ns(b, blend, heads, cfg.ns));
-  return scaled_fp32(to_fp32(newton_schulz(b, blend, cfg.ns)), aspect_scale(grad.rows(), grad.cols()));
+  return scaled_in_compute_dtype(to_fp32(newton_schulz(b, blend, cfg.ns)), aspect_scale(grad.rows(), grad.cols()), cfg.ns.dtype);
 }
 
 ShardedUpdate sharded_muon_update(const Backend& b, std::vector<MatD>& momentum_shards, const std::vector<MatD>& grad_shards,
@@ -109,7 +112,7 @@ ShardedUpdate sharded_update_from_blends(const Backend& b, const std::vector<Mat
     const double scale = strategy == Strategy::per_head ? 1.0  // per-head scales each head block itself
                          : cfg.scale_from == ScaleFrom::local ? aspect_scale(blend.rows(), blend.cols())
                                                               : aspect_scale(whole_shape.rows(), whole_shape.cols());
-    out.updates.push_back(scaled_fp32(to_fp32(out.run.outputs[r]), scale));
+    out.updates.push_back(scaled_in_compute_dtype(to_fp32(out.run.outputs[r]), scale, cfg.ns.dtype));
     out.scales.push_back(scale);
   }
   return out;
@@ -118,7 +121,9 @@ ShardedUpdate sharded_update_from_blends(const Backend& b, const std::vector<Mat
 void apply_update(MatD& param, const MatD& update, const MuonConfig& cfg) {
   const auto decay = static_cast<float>(1.0 - cfg.lr * cfg.weight_decay), lr = static_cast<float>(cfg.lr);
   param = param.binaryExpr(update, [&](double p, double u) {
-    return double(static_cast<float>(p) * decay - lr * static_cast<float>(u));
+    // p.mul_(decay), then p.add_(u, alpha=-lr): PyTorch's add with alpha is one fused
+    // multiply-add (fmadd(u, alpha, p), aten/src/ATen/native/ufunc/add.h), rounded once.
+    return double(std::fma(static_cast<float>(u), -lr, static_cast<float>(p) * decay));
   });
 }
 

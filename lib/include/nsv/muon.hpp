@@ -1,7 +1,8 @@
 #pragma once
 // DeepSpeed's Muon update (SPEC §1.4), for one matrix and for a matrix sharded across
 // tensor-parallel ranks under any strategy. All elementwise arithmetic is fp32, as DeepSpeed
-// runs it on fp32 gradients and momenta.
+// runs it on fp32 gradients and momenta, except the aspect scale: DeepSpeed multiplies the NS
+// result in its compute dtype, so the fp32 product is rounded back to bf16/fp16 there.
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -64,7 +65,8 @@ ShardedUpdate sharded_update_from_blends(const Backend&, const std::vector<MatD>
                                          std::int64_t head_dim, Strategy strategy, const MuonConfig&,
                                          const StrategyOptions& = {});
 
-// p <- p (1 - lr wd) - lr update, in fp32.
+// p <- p (1 - lr wd) - lr update, in fp32, as SingleDeviceMuon.step: p.mul_(1 - lr wd) rounded, then
+// p.add_(update, alpha=-lr) as one fused multiply-add (PyTorch's add kernel).
 void apply_update(MatD& param, const MatD& update, const MuonConfig&);
 
 }  // namespace nsv
