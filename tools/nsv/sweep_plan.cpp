@@ -82,6 +82,9 @@ void require_plan_fits(const SweepSpec& spec, const ParsedSpec& p) {
                    std::to_string(rows) + "x" + std::to_string(cols) + " (Newton-Schulz of a float64 matrix of that shape)");
 }
 
+// AutoTP fuses column-parallel (dim-0) projections only: a fused kind on a dim-1 split is no case.
+bool fused_on_dim_1(FusedKind f, int axis) { return f != FusedKind::none && axis != 0; }
+
 // The heads a case of this fused kind is split by: a [gate; up] matrix has none.
 std::int64_t heads_of(FusedKind f, std::int64_t heads) { return f == FusedKind::gate_up ? 0 : heads; }
 
@@ -93,7 +96,7 @@ void require_geometries(const SweepSpec& spec, const ParsedSpec& p) {
       throw std::invalid_argument("--fused " + fused_option_text(f) + " needs --heads (the query heads of the fused [Q;K;V])");
     for (const auto& [r, c] : p.shapes)
       for (int a : spec.axes) {
-        if (f != FusedKind::none && a != 0) continue;  // skipped: a fused matrix is split on dim 0
+        if (fused_on_dim_1(f, a)) continue;  // skipped by plan_sweep
         try {
           autotp_split(f, a, a == 0 ? r : c, 1, heads_of(f, spec.heads), heads_of(f, spec.kv_heads), spec.grain);
         } catch (const InvalidField& e) {
@@ -248,7 +251,7 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
                         c.strategy = s;
                         c.order = p.orders[oi];
                         c.fused = f;
-                        if (f != FusedKind::none && axis != 0) {
+                        if (fused_on_dim_1(f, axis)) {
                           ++plan.skipped["fused projection on a dim-1 split: AutoTP fuses column-parallel (dim-0) matrices only"];
                           continue;
                         }
