@@ -13,4 +13,8 @@ export NSV_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNSV_SANITIZE=address,
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$repo/tools/sanitizers/lsan.supp:print_suppressions=0"
+# The MPI tests (label mpi) are left out: their processes are started by mpirun and run inside
+# Open MPI, whose own allocations and malloc hooks have not been checked against the sanitizers
+# here yet (the MPI code itself is exercised under ASan by nothing else either: a known gap).
+if [ $# -eq 0 ]; then set -- -L gate -LE mpi; fi
 exec "$repo/tools/test.sh" "$@"

@@ -153,7 +153,7 @@ std::vector<MatD> download_matrices(const DeviceMatrix& x, bool transpose) {
 std::vector<MatD> newton_schulz_group(cuda::Blas& blas, const std::vector<const MatD*>& mats, const NsConfig& cfg) {
   check_group(mats);
   // The one-shard frame (sharded_frame.hpp): a tall matrix runs as its transpose.
-  const auto frame = detail::sharded_frame(cfg, 0, {{mats[0]->rows(), mats[0]->cols()}}, Iteration::standard);
+  const auto frame = detail::sharded_frame(cfg, 0, {{mats[0]->rows(), mats[0]->cols()}}, 1, mats[0]->rows(), Iteration::standard);
   const DType nd = normalization_dtype(cfg);
   const Carrier carrier = upload_carrier(mats, frame.transpose, nd);
   const std::vector<double> sums = sums_of_squares(carrier);
@@ -171,7 +171,7 @@ std::vector<MatD> newton_schulz_group(cuda::Blas& blas, const std::vector<const 
 DeviceNsTiming time_device_ns(const CudaOptions& options, const MatD& g, const NsConfig& cfg, int warmup, int repeats) {
   check_config(cfg);
   cuda::Blas blas(fp32_math(options));
-  const auto frame = detail::sharded_frame(cfg, 0, {{g.rows(), g.cols()}}, Iteration::standard);
+  const auto frame = detail::sharded_frame(cfg, 0, {{g.rows(), g.cols()}}, 1, g.rows(), Iteration::standard);
   const DType nd = normalization_dtype(cfg);
   const Carrier carrier = upload_carrier({&g}, frame.transpose, nd);  // rounding to nd is idempotent: done once
   DeviceNsTiming timing;
@@ -251,13 +251,15 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  ShardedResult newton_schulz_sharded(const std::vector<MatD>& shards, int axis, Iteration iteration,
-                                      Communicator& comm, const NsConfig& cfg) const override {
+  ShardedResult newton_schulz_hosted(const std::vector<MatD>& shards, int axis, std::int64_t split_extent,
+                                     Iteration iteration, Communicator& comm, const NsConfig& cfg) const override {
     check_config(cfg);
-    if (static_cast<int>(shards.size()) != comm.size()) throw std::invalid_argument("one shard per rank is required");
-    const auto frame = detail::sharded_frame(cfg, axis, detail::shard_shapes(shards), iteration);
+    if (shards.size() != comm.hosted_ranks().size())
+      throw std::invalid_argument("one shard per hosted rank is required");
+    const auto frame =
+        detail::sharded_frame(cfg, axis, detail::shard_shapes(shards), comm.size(), split_extent, iteration);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (shards.size() == 1)
+    if (comm.size() == 1)
       return {{std::move(newton_schulz_group(*blas_, {&shards[0]}, cfg)[0])},
               {ns_flops(cfg, shards[0].rows(), shards[0].cols())}};
     const DType nd = normalization_dtype(cfg);

@@ -137,6 +137,7 @@ class CudaOps {
     cuda::add_diagonal(elem_, z.data(), a, z.rows, z.count);
   }
 
+  bool communicates() const { return comm_ != nullptr && comm_->size() > 1; }
   Matrix all_reduce(const std::vector<Matrix>& parts) {
     if (!comm_) throw std::logic_error("CudaOps::all_reduce: a single matrix has nothing to reduce");
     Communicator& comm = *comm_;

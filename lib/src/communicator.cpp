@@ -1,26 +1,51 @@
 #include "nsv/communicator.hpp"
 
+#include <array>
 #include <stdexcept>
 
 namespace nsv {
 
-ReductionOrder parse_reduction_order(std::string_view s) {
-  if (s == "rank") return ReductionOrder::rank;
-  if (s == "reverse") return ReductionOrder::reverse;
-  if (s == "ring") return ReductionOrder::ring;
-  if (s == "tree") return ReductionOrder::tree;
-  throw std::invalid_argument("unknown reduction order '" + std::string(s) +
-                              "': expected rank, reverse, ring or tree");
+namespace {
+
+// One record per reduction order: its name, and for the ring orders where element i's chunk
+// starts. `source` is where the order comes from.
+struct OrderRecord {
+  ReductionOrder order;
+  std::string_view name;
+  std::string_view source;
+};
+
+constexpr std::array<OrderRecord, kAllReductionOrders.size()> kOrderRecords = {{
+    {ReductionOrder::rank, "rank", "rank order, as a reduce to rank 0 that adds in rank order"},
+    {ReductionOrder::reverse, "reverse", "Open MPI's basic linear reduce: the last rank's buffer first, then down"},
+    {ReductionOrder::ring, "ring", "NCCL's ring: chunk k (of n/tp, floor boundaries) starts at rank k+1"},
+    {ReductionOrder::tree, "tree", "recursive doubling / halving: (x0+x1)+(x2+x3), the odd one last"},
+    {ReductionOrder::ompi_ring, "ompi_ring",
+     "Open MPI coll/tuned ring (algorithms 4, 5): block k (the first n mod tp blocks one longer) starts at rank k"},
+}};
+
+const OrderRecord& record_of(ReductionOrder o) {
+  for (const auto& r : kOrderRecords)
+    if (r.order == o) return r;
+  throw std::logic_error("unknown reduction order");
 }
 
-std::string_view reduction_order_name(ReductionOrder o) {
-  switch (o) {
-    case ReductionOrder::rank: return "rank";
-    case ReductionOrder::reverse: return "reverse";
-    case ReductionOrder::ring: return "ring";
-    case ReductionOrder::tree: return "tree";
-  }
-  return "?";
+}  // namespace
+
+ReductionOrder parse_reduction_order(std::string_view s) {
+  for (const auto& r : kOrderRecords)
+    if (r.name == s) return r.order;
+  std::string names;
+  for (const auto& r : kOrderRecords) names += (names.empty() ? "" : ", ") + std::string(r.name);
+  throw std::invalid_argument("unknown reduction order '" + std::string(s) + "': expected one of " + names);
+}
+
+std::string_view reduction_order_name(ReductionOrder o) { return record_of(o).name; }
+
+std::vector<std::string> reduction_order_names() {
+  std::vector<std::string> names;
+  for (const auto& r : kOrderRecords) names.emplace_back(r.name);
+  return names;
 }
 
 std::string_view collective_name(Collective c) {
@@ -60,7 +85,8 @@ T reduce_one(const std::vector<T>& values, ReductionOrder order, int ring_start,
       for (int r = n - 2; r >= 0; --r) s = add_on_wire(s, values[static_cast<std::size_t>(r)], wire);
       return s;
     }
-    case ReductionOrder::ring: {
+    case ReductionOrder::ring:
+    case ReductionOrder::ompi_ring: {
       T s = values[static_cast<std::size_t>(ring_start % n)];
       for (int k = 1; k < n; ++k)
         s = add_on_wire(s, values[static_cast<std::size_t>((ring_start + k) % n)], wire);
@@ -85,6 +111,29 @@ std::uint64_t wire_bytes(std::int64_t elements, DType wire) {
 }
 
 }  // namespace
+
+namespace {
+
+// The rank where element i's chunk starts adding, for the ring orders (0 for the others).
+int ring_start(ReductionOrder order, std::int64_t i, std::int64_t n, int tp) {
+  if (order == ReductionOrder::ring) return static_cast<int>(i * tp / (n == 0 ? 1 : n)) + 1;  // floor(i tp / n) + 1
+  if (order == ReductionOrder::ompi_ring) {
+    // Open MPI's split: the first n mod tp blocks hold ceil(n / tp) elements, the rest floor.
+    const std::int64_t small = n / tp, extra = n % tp, long_part = extra * (small + 1);
+    return static_cast<int>(i < long_part ? i / (small + 1) : extra + (i - long_part) / small);
+  }
+  return 0;
+}
+
+}  // namespace
+
+float reduce_in_order(const std::vector<float>& values, ReductionOrder order, std::int64_t i, std::int64_t n, DType wire) {
+  return reduce_one(values, order, ring_start(order, i, n, static_cast<int>(values.size())), wire);
+}
+double reduce_in_order(const std::vector<double>& values, ReductionOrder order, std::int64_t i, std::int64_t n,
+                       DType wire) {
+  return reduce_one(values, order, ring_start(order, i, n, static_cast<int>(values.size())), wire);
+}
 
 void record_all_gather(Ledger& ledger, const std::vector<std::int64_t>& shard_elements, DType wire) {
   if (shard_elements.size() != ledger.ranks.size())
@@ -138,8 +187,10 @@ class SimulatedCommunicator final : public Communicator {
   SimulatedCommunicator(int ranks, ReductionOrder order) : order_(order) {
     if (ranks < 1) throw std::invalid_argument("a communicator needs at least one rank");
     ledger_.ranks.resize(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) hosted_.push_back(r);
   }
   int size() const override { return static_cast<int>(ledger_.ranks.size()); }
+  const std::vector<int>& hosted_ranks() const override { return hosted_; }
   const Ledger& ledger() const override { return ledger_; }
 
   MatF all_reduce(const std::vector<MatF>& parts, DType wire) override { return reduce(parts, wire); }
@@ -148,7 +199,7 @@ class SimulatedCommunicator final : public Communicator {
   double all_reduce_scalar(const std::vector<double>& parts, DType wire) override {
     check_count(parts.size());
     record_all_reduce(ledger_, 1, wire);
-    return reduce_one(parts, order_, 1, wire);
+    return reduce_in_order(parts, order_, 0, 1, wire);
   }
 
   MatD all_gather(const std::vector<MatD>& shards, int axis, DType wire) override {
@@ -220,15 +271,14 @@ class SimulatedCommunicator final : public Communicator {
     std::vector<T> column(static_cast<std::size_t>(p));
     for (Eigen::Index i = 0; i < n; ++i) {
       for (int r = 0; r < p; ++r) column[static_cast<std::size_t>(r)] = parts[static_cast<std::size_t>(r)].data()[i];
-      // Ring chunk k covers elements [k*n/p, (k+1)*n/p) and starts at rank k+1.
-      const int chunk = static_cast<int>(i * p / (n == 0 ? 1 : n));
-      sum.data()[i] = reduce_one(column, order_, chunk + 1, wire);
+      sum.data()[i] = reduce_in_order(column, order_, i, n, wire);
     }
     return sum;
   }
 
   ReductionOrder order_;
   Ledger ledger_;
+  std::vector<int> hosted_;
 };
 
 }  // namespace

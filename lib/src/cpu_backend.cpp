@@ -110,6 +110,7 @@ class CpuOps {
     for (Eigen::Index i = 0; i < z.rows(); ++i) z(i, i) = round(z(i, i) + a);
   }
 
+  bool communicates() const { return comm_ != nullptr && comm_->size() > 1; }
   Matrix all_reduce(const std::vector<Matrix>& parts) const {
     if (!comm_) throw std::logic_error("CpuOps::all_reduce: a single matrix has nothing to reduce");
     return comm_->all_reduce(parts, dtype_);
@@ -267,7 +268,7 @@ ShardedResult iterate_any(const std::vector<const MatD*>& shards, const detail::
 
 // One matrix: the one-shard frame, the kernel's own loop.
 MatD whole(const MatD& g, const NsConfig& cfg) {
-  const auto frame = detail::sharded_frame(cfg, 0, {{g.rows(), g.cols()}}, Iteration::standard);
+  const auto frame = detail::sharded_frame(cfg, 0, {{g.rows(), g.cols()}}, 1, g.rows(), Iteration::standard);
   return std::move(iterate_any({&g}, frame, nullptr, cfg).shards[0]);
 }
 
@@ -286,12 +287,13 @@ class CpuBackend final : public Backend {
     return out;
   }
 
-  ShardedResult newton_schulz_sharded(const std::vector<MatD>& shards, int axis, Iteration iteration,
-                                      Communicator& comm, const NsConfig& cfg) const override {
+  ShardedResult newton_schulz_hosted(const std::vector<MatD>& shards, int axis, std::int64_t split_extent,
+                                     Iteration iteration, Communicator& comm, const NsConfig& cfg) const override {
     cfg.validate();
-    if (static_cast<int>(shards.size()) != comm.size())
-      throw std::invalid_argument("one shard per rank is required");
-    const auto frame = detail::sharded_frame(cfg, axis, detail::shard_shapes(shards), iteration);
+    if (shards.size() != comm.hosted_ranks().size())
+      throw std::invalid_argument("one shard per hosted rank is required");
+    const auto frame =
+        detail::sharded_frame(cfg, axis, detail::shard_shapes(shards), comm.size(), split_extent, iteration);
     std::vector<const MatD*> views;
     for (const auto& s : shards) views.push_back(&s);
     return iterate_any(views, frame, &comm, cfg);

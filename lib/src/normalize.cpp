@@ -65,7 +65,8 @@ std::vector<Mat<T>> normalize_as(const std::vector<const MatD*>& shards, bool tr
     out.push_back(transpose ? rounded_copy<T>(s->transpose(), nd) : rounded_copy<T>(*s, nd));
     partial.push_back(sum_of_squares(out.back()));
   }
-  const double total = shards.size() == 1 ? partial[0] : comm->all_reduce_scalar(partial, norm_wire_dtype(cfg));
+  const bool communicates = comm != nullptr && comm->size() > 1;
+  const double total = communicates ? comm->all_reduce_scalar(partial, norm_wire_dtype(cfg)) : partial[0];
   const double denominator = normalization_denominator(nd, total, cfg.eps);
   for (auto& m : out) divide(m, denominator, nd, cfg.dtype);
   return out;

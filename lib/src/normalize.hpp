@@ -14,7 +14,8 @@ namespace nsv::detail {
 // double copy; the arithmetic is done in T, so any other pairing throws). The
 // sums of squares run in the transposed frame's row-major order, so G and G^T normalize to
 // transposes of each other bit for bit (K1). The norm's square is a scalar all-reduce of the
-// shards' sums when there is more than one shard (comm must then be non-null).
+// shards' sums when the matrix is held by more than one rank (comm non-null, of size > 1);
+// `shards` are then the shards of the ranks comm hosts.
 template <class T>
 std::vector<Mat<T>> normalize_as(const std::vector<const MatD*>& shards, bool transpose, const NsConfig& cfg,
                                  Communicator* comm);

@@ -22,6 +22,9 @@
 //                                iteration never sees a communicator, so one rank per process
 //                                (MPI) and all ranks in one process (the simulation) run the
 //                                same code.
+//   bool   communicates()        whether the matrix is held by more than one rank (the reduced
+//                                Gram then needs all_reduce, even when this process hosts a
+//                                single rank's shard, as under MPI)
 //   Scalar scalar(double)        a coefficient in the compute arithmetic
 //   Index  rows(M), cols(M)
 //   void   recycle(M&&)          M is dead; its storage may serve a later result of the same
@@ -69,7 +72,7 @@ class ShardedIteration {
       flops_[r] += 2 * sq(ops_.rows(y[r])) * u(ops_.cols(y[r]));
       parts.push_back(ops_.gram(y[r]));
     }
-    if (parts.size() == 1) return std::move(parts[0]);
+    if (!ops_.communicates()) return std::move(parts[0]);
     return ops_.all_reduce(parts);
   }
 

@@ -37,14 +37,16 @@ inline Iteration kernel_iteration(const NsConfig& cfg, std::int64_t gram_dim, st
   return cfg.kernel == Kernel::gram && gram_dim < other_dim ? Iteration::gram : Iteration::standard;
 }
 
-// The frame of shards split along `axis` (0: rows, 1: cols), running `requested` when there is
-// more than one shard. Throws std::invalid_argument when the shards do not fit together.
-inline ShardedFrame sharded_frame(const NsConfig& cfg, int axis, const std::vector<ShardShape>& shards,
-                                  Iteration requested) {
+// The frame of a matrix split along `axis` (0: rows, 1: cols) over `ranks` ranks, of which
+// `shards` are the ones this process hosts (all of them in the simulation and the plans, one
+// under MPI), `split_extent` the length of the split axis over all ranks; `requested` runs when
+// there is more than one rank. Throws std::invalid_argument when the shards do not fit together.
+inline ShardedFrame sharded_frame(const NsConfig& cfg, int axis, const std::vector<ShardShape>& shards, int ranks,
+                                  std::int64_t split_extent, Iteration requested) {
   if (axis != 0 && axis != 1) throw std::invalid_argument("axis must be 0 or 1, got " + std::to_string(axis));
   if (shards.empty()) throw std::invalid_argument("a sharded matrix needs at least one shard");
   ShardedFrame f;
-  if (shards.size() == 1) {
+  if (ranks == 1) {
     const ShardShape& s = shards[0];
     f.transpose = s.rows > s.cols;
     f.gram_dim = f.transpose ? s.cols : s.rows;
@@ -58,8 +60,8 @@ inline ShardedFrame sharded_frame(const NsConfig& cfg, int axis, const std::vect
     if ((axis == 0 ? s.cols : s.rows) != f.gram_dim)
       throw std::invalid_argument("shards disagree on the unsharded dimension: " + std::to_string(f.gram_dim) + " and " +
                                   std::to_string(axis == 0 ? s.cols : s.rows));
-    f.other_dim += axis == 0 ? s.rows : s.cols;
   }
+  f.other_dim = split_extent;
   f.iteration = f.gram_dim == f.other_dim ? Iteration::standard : requested;
   return f;
 }

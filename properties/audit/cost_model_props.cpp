@@ -165,7 +165,7 @@ NSV_PROPERTY(plan_equals_run_on_any_layout, ()) {
   const NsConfig cfg = *props::ns_configs();
   StrategyOptions opt;
   opt.storage = *props::dtypes();
-  opt.order = *rc::gen::element(ReductionOrder::rank, ReductionOrder::reverse, ReductionOrder::ring, ReductionOrder::tree);
+  opt.order = *rc::gen::elementOf(kAllReductionOrders);
   const Strategy s = *rc::gen::elementOf(std::vector<Strategy>(std::begin(kAllStrategies), std::end(kAllStrategies)));
   const auto head_dim = *rc::gen::inRange<std::int64_t>(0, 5);
   RC_LOG() << strategy_name(s) << " " << rows << "x" << cols << " tp " << tp << " " << describe(layout) << " head_dim "

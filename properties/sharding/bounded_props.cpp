@@ -150,7 +150,7 @@ NSV_PROPERTY(S7_every_reduction_order_is_within_rounding_of_the_exact_sum, ()) {
   std::vector<MatF> parts;
   for (int r = 0; r < tp; ++r) parts.push_back(to_matf(gaussian(rows, cols, seed + static_cast<std::uint64_t>(r))));
   std::vector<MatD> sums;
-  for (ReductionOrder o : {ReductionOrder::rank, ReductionOrder::reverse, ReductionOrder::ring, ReductionOrder::tree}) {
+  for (ReductionOrder o : kAllReductionOrders) {
     auto comm = make_simulated_communicator(tp, o);
     const MatF s = comm->all_reduce(parts, DType::fp32);
     for (Eigen::Index i = 0; i < s.size(); ++i) {

@@ -14,6 +14,7 @@
 #include "nsv/render/config_json.hpp"
 #include "nsv/spectra.hpp"
 #include "nsv/strategies.hpp"
+#include "shard_on_mpi.hpp"
 
 namespace nsv::cli {
 namespace {
@@ -23,7 +24,8 @@ struct ShardCommand {
   MatrixSource source;
   int tp = 2, axis = 0;
   std::int64_t heads = 0, kv_heads = 0, grain = 1;
-  std::string strategy = "shard", target, order = "rank", backend = "cpu", fused = "none";
+  std::string strategy = "shard", target, order = "rank", backend = "cpu", fused = "none", comm = "sim",
+              mpi_reduction = "fixed";
   bool json = false;
 
   void run() const {
@@ -38,10 +40,20 @@ struct ShardCommand {
     const Layout& layout = split.layout;
     const auto engine = make_backend(backend);
     const ShardedMatrix m = shard_matrix(g, layout, axis == 0 ? geo.head_dim : 0);
-    const StrategyRun run = run_strategy(s, *engine, m, cfg, {parse_reduction_order(order), DType::fp32});
-    const MatD reference = target_result(t, *engine, g, geo.head_dim, cfg);
-    const Comparison c = compare_with_target(run, reference, layout);
-    nlohmann::json j = comparison_json(c);
+    const StrategyOptions opt{parse_reduction_order(order), DType::fp32};
+    Comparison c;
+    nlohmann::json j;
+    if (comm == "mpi") {
+      const auto on_mpi = run_shard_on_mpi(s, *engine, g, layout, m.head_dim, cfg, opt, mpi_reduction, t);
+      if (!on_mpi) return;  // world rank 0 prints
+      c = on_mpi->comparison;
+      j = comparison_json(c);
+      j["mpi"] = {{"reduction", mpi_reduction}, {"groups", on_mpi->groups}, {"handed", on_mpi->handed}};
+    } else {
+      c = compare_with_target(run_strategy(s, *engine, m, cfg, opt), target_result(t, *engine, g, geo.head_dim, cfg), layout);
+      j = comparison_json(c);
+    }
+    j["comm"] = comm;
     j["strategy"] = strategy_name(s);
     j["target"] = target_name(t);
     j["promise"] = promise_name(t == natural_target(s) ? promise_of(s) : Promise::none);
@@ -61,9 +73,10 @@ struct ShardCommand {
       std::printf("%s\n", j.dump(2).c_str());
       return;
     }
-    std::printf("%s on %s, tp=%d, axis=%d (%s split), target=%s, %s %s steps=%d\n", strategy_name(s).data(),
+    std::printf("%s on %s, tp=%d, axis=%d (%s split), target=%s, %s %s steps=%d, %s\n", strategy_name(s).data(),
                 source.describe().c_str(), tp, axis, axis == 0 ? "row / column-parallel" : "column / row-parallel",
-                target_name(t).data(), kernel_name(cfg.kernel).data(), dtype_name(cfg.dtype).data(), cfg.steps);
+                target_name(t).data(), kernel_name(cfg.kernel).data(), dtype_name(cfg.dtype).data(), cfg.steps,
+                comm == "mpi" ? ("MPI ranks, " + mpi_reduction + " reduction").c_str() : "simulated ranks");
     print_rank_table(c);
     std::printf("rel_diff mean %.6g  max %.6g  %s\n", c.rel_diff_mean, c.rel_diff_max,
                 c.bit_identical ? "(every element bit-identical to the target)" : "");
@@ -74,7 +87,7 @@ struct ShardCommand {
 
 void add_shard_command(CLI::App& app) {
   auto st = std::make_shared<ShardCommand>();
-  auto* cmd = app.add_subcommand("shard", "Run one TP strategy on simulated ranks and compare each rank with the target");
+  auto* cmd = app.add_subcommand("shard", "Run one TP strategy on simulated or MPI ranks and compare each rank with the target");
   st->source.add_to(*cmd);
   st->ns.add_to(*cmd);
   cmd->add_option("--tp", st->tp, "tensor-parallel degree")->check(CLI::Range(1, 4096))->capture_default_str();
@@ -90,8 +103,14 @@ void add_shard_command(CLI::App& app) {
   cmd->add_option("--strategy", st->strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
   cmd->add_option("--target", st->target, "compare against: whole | per_head (default: the strategy's own semantics)")
       ->check(CLI::IsMember({"whole", "per_head"}));
-  cmd->add_option("--reduction-order", st->order, "all-reduce order: rank | reverse | ring | tree")
-      ->check(CLI::IsMember({"rank", "reverse", "ring", "tree"}))->capture_default_str();
+  cmd->add_option("--reduction-order", st->order, "all-reduce order: rank | reverse | ring | tree | ompi_ring (Open MPI's ring)")
+      ->check(CLI::IsMember(reduction_order_names()))->capture_default_str();
+  cmd->add_option("--comm", st->comm,
+                  "ranks: sim (simulated in this process) | mpi (one per MPI process: mpirun -np TP nsv shard --comm mpi ...)")
+      ->check(CLI::IsMember({"sim", "mpi"}))->capture_default_str();
+  cmd->add_option("--mpi-reduction", st->mpi_reduction,
+                  "with --comm mpi: fixed (--reduction-order reproduced exactly) | native (MPI_Allreduce's own order)")
+      ->check(CLI::IsMember({"fixed", "native"}))->capture_default_str();
   cmd->add_option("--backend", st->backend, "cpu | cuda | cuda-tf32 (TF32 GEMMs) | cuda-batched (strided-batched GEMMs)")->capture_default_str();
   cmd->add_flag("--json", st->json, "machine-readable output (stable schema, see README)");
   cmd->callback([st] { st->run(); });

@@ -101,8 +101,8 @@ void add_step_command(CLI::App& app) {
   cmd->add_option("--strategy", st->spec.strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
   cmd->add_option("--fallback", st->spec.fallback, "strategy for matrices per_head does not apply to (o_proj, MLP)")
       ->check(CLI::IsMember(strategy_choices(true)))->capture_default_str();
-  cmd->add_option("--reduction-order", st->spec.order, "all-reduce order: rank | reverse | ring | tree")
-      ->check(CLI::IsMember({"rank", "reverse", "ring", "tree"}))->capture_default_str();
+  cmd->add_option("--reduction-order", st->spec.order, "all-reduce order: rank | reverse | ring | tree | ompi_ring (Open MPI's ring)")
+      ->check(CLI::IsMember(reduction_order_names()))->capture_default_str();
   cmd->add_option("--scale-from", st->scale_from, "sqrt(rows/cols) scale from the local shard (DeepSpeed today) or the global shape")
       ->check(CLI::IsMember({"local", "global"}))->capture_default_str();
   cmd->add_option("--lr", st->lr, "learning rate")->check(finite_in(0, 1e6))->capture_default_str();

@@ -13,6 +13,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "sweep_engine.hpp"
+#include "sweep_processes.hpp"
 #include "sweep_resume.hpp"
 
 namespace nsv::cli {
@@ -38,7 +39,7 @@ struct SweepCommand {
     const nlohmann::json j = {{"parameters", spec.to_json()},
                               {"summary",
                                {{"cases", r.rows.size()}, {"ran", r.ran}, {"resumed", r.resumed}, {"skipped", skipped},
-                                {"seconds", r.seconds}, {"threads", r.threads}, {"out", out}}},
+                                {"seconds", r.seconds}, {"threads", r.threads}, {"processes", r.processes}, {"out", out}}},
                               {"cases", cases}};
     std::printf("%s\n", j.dump(2).c_str());
   }
@@ -69,7 +70,10 @@ struct SweepCommand {
     opt.resume = resume;
     opt.progress = !quiet;
     opt.threads = threads;
+    const auto processes = mpi_sweep_processes();  // under mpirun: cases spread over the job's processes
+    opt.processes = processes.get();
     const SweepOutcome r = run_sweep(spec, opt);
+    if (processes && !processes->is_writer()) return;  // world rank 0 reports
     if (json) {
       print_json(r);
       return;
@@ -80,7 +84,8 @@ struct SweepCommand {
     for (const auto& [reason, n] : r.skipped) std::printf("  %6zu  %s\n", n, reason.c_str());
     if (r.dropped_partial_bytes > 0)
       std::printf("dropped a partial last line (%zu bytes) left by an interrupted run\n", r.dropped_partial_bytes);
-    std::printf("%.1f s on %d thread(s)%s\n", r.seconds, r.threads, out.empty() ? "" : ("; wrote " + out).c_str());
+    const std::string where = r.processes > 1 ? std::to_string(r.processes) + " MPI processes" : std::to_string(r.threads) + " thread(s)";
+    std::printf("%.1f s on %s%s\n", r.seconds, where.c_str(), out.empty() ? "" : ("; wrote " + out).c_str());
   }
 };
 
@@ -106,7 +111,7 @@ void add_sweep_command(CLI::App& app) {
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--seeds", s.seeds, "N: seeds 0..N-1 of the generated matrices")->check(integer_in(1, kMaxSweepSeeds))->capture_default_str();
   cmd->add_option("--reduction-order", s.orders,
-                  "all-reduce orders: rank,reverse,ring,tree (only the all-reduce strategies vary with it)")
+                  "all-reduce orders: rank,reverse,ring,tree,ompi_ring (only the all-reduce strategies vary with it)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--coeffs", s.coeffs, "coefficient schedules: keller,you,polar_express,FILE")->delimiter(',')->capture_default_str();
   cmd->add_option("--fused", s.fused,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
@@ -72,9 +73,64 @@ struct References {
   const MatD& target(const SweepCase& c) const { return targets.of(target_key(c)); }
 };
 
-void compute(SharedMatrices& m, int threads, Progress& bar, const std::function<MatD(std::size_t)>& make) {
+// A matrix as bytes, for the processes of a distributed sweep: rows, cols, the row-major values.
+std::string matrix_bytes(const MatD& m) {
+  const std::int64_t shape[2] = {m.rows(), m.cols()};
+  std::string out(sizeof shape + sizeof(double) * static_cast<std::size_t>(m.size()), '\0');
+  std::memcpy(out.data(), shape, sizeof shape);
+  std::memcpy(out.data() + sizeof shape, m.data(), sizeof(double) * static_cast<std::size_t>(m.size()));
+  return out;
+}
+
+MatD matrix_from_bytes(const std::string& bytes) {
+  std::int64_t shape[2];
+  std::memcpy(shape, bytes.data(), sizeof shape);
+  MatD m(shape[0], shape[1]);
+  std::memcpy(m.data(), bytes.data() + sizeof shape, sizeof(double) * static_cast<std::size_t>(m.size()));
+  return m;
+}
+
+// A row's fields as bytes (each length-prefixed, so no field content can be mistaken for a
+// separator), and back.
+std::string row_bytes(const SweepRow& row) {
+  std::string out;
+  for (const std::string& f : encode_sweep_row(row)) {
+    const std::uint64_t n = f.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n).append(f);
+  }
+  return out;
+}
+
+SweepRow row_from_bytes(const std::string& bytes) {
+  std::vector<std::string> fields;
+  for (std::size_t at = 0; at < bytes.size();) {
+    std::uint64_t n = 0;
+    std::memcpy(&n, bytes.data() + at, sizeof n);
+    fields.push_back(bytes.substr(at + sizeof n, n));
+    at += sizeof n + n;
+  }
+  return decode_sweep_row(fields);
+}
+
+void compute(SharedMatrices& m, int threads, SweepProcesses* processes, Progress& bar,
+             const std::function<MatD(std::size_t)>& make) {
   m.matrices.resize(m.example.size());
-  const std::string error = parallel_for(m.example.size(), threads, bar, [&](std::size_t i) { m.matrices[i] = make(m.example[i]); });
+  std::string error;
+  if (processes) {
+    std::vector<std::string> bytes(m.example.size());
+    error = processes->run(
+        m.example.size(), [&](std::size_t i) { return matrix_bytes(make(m.example[i])); },
+        [&](std::size_t i, std::string&& b) {
+          bytes[i] = std::move(b);
+          bar.advance();
+        });
+    if (error.empty()) {
+      processes->share(bytes);
+      for (std::size_t i = 0; i < bytes.size(); ++i) m.matrices[i] = matrix_from_bytes(bytes[i]);
+    }
+  } else {
+    error = parallel_for(m.example.size(), threads, bar, [&](std::size_t i) { m.matrices[i] = make(m.example[i]); });
+  }
   if (!error.empty()) throw std::runtime_error(error);
 }
 
@@ -86,11 +142,11 @@ References compute_references(const SweepPlan& plan, const std::vector<std::size
     refs.targets.need(target_key(plan.cases[i]), i);
   }
   Progress bar(opt.label + ": references", refs.inputs.example.size() + refs.targets.example.size(), opt.progress);
-  compute(refs.inputs, threads, bar, [&](std::size_t i) {
+  compute(refs.inputs, threads, opt.processes, bar, [&](std::size_t i) {
     const SweepCase& c = plan.cases[i];
     return make_matrix(parse_spectrum(c.spectrum), c.rows, c.cols, c.seed);
   });
-  compute(refs.targets, threads, bar, [&](std::size_t i) {
+  compute(refs.targets, threads, opt.processes, bar, [&](std::size_t i) {
     const SweepCase& c = plan.cases[i];
     return target_result(natural_target(c.strategy), backend, refs.input(c), c.head_dim, c.ns);
   });
@@ -141,13 +197,26 @@ void run_cases(const SweepPlan& plan, const std::vector<std::size_t>& pending, c
                std::vector<std::optional<SweepRow>>& rows) {
   std::mutex write_mutex;
   Progress bar(opt.label + ": cases", pending.size(), opt.progress);
-  const std::string error = parallel_for(pending.size(), threads, bar, [&](std::size_t k) {
-    const SweepCase& c = plan.cases[pending[k]];
-    SweepRow row = run_case(c, backend, refs.input(c), refs.target(c));
-    std::lock_guard<std::mutex> lock(write_mutex);
+  const auto keep = [&](std::size_t k, SweepRow&& row) {
     if (file) file->append(sweep_csv_line(row));  // completion order while running; case order at the end
-    rows[c.index] = std::move(row);
-  });
+    rows[plan.cases[pending[k]].index] = std::move(row);
+  };
+  const auto run_one = [&](std::size_t k) {
+    const SweepCase& c = plan.cases[pending[k]];
+    return run_case(c, backend, refs.input(c), refs.target(c));
+  };
+  const std::string error =
+      opt.processes ? opt.processes->run(
+                          pending.size(), [&](std::size_t k) { return row_bytes(run_one(k)); },
+                          [&](std::size_t k, std::string&& b) {
+                            keep(k, row_from_bytes(b));
+                            bar.advance();
+                          })
+                    : parallel_for(pending.size(), threads, bar, [&](std::size_t k) {
+                        SweepRow row = run_one(k);
+                        std::lock_guard<std::mutex> lock(write_mutex);
+                        keep(k, std::move(row));
+                      });
   if (!error.empty())
     throw std::runtime_error(error + (opt.out.empty() ? "" : " (the cases completed so far are in " + partial_sweep_path(opt.out) +
                                                                   "; fix the cause and rerun with --resume)"));
@@ -160,11 +229,13 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt) {
   const SweepPlan plan = plan_sweep(spec);  // every input check happens here, before any file is touched
   SweepOutcome outcome;
   outcome.skipped = plan.skipped;
+  const bool writer = opt.processes == nullptr || opt.processes->is_writer();
 
-  // Resume: the rows the file already holds.
+  // Resume: the rows the file already holds (the writer's file; the other processes learn which
+  // cases are pending from it).
   std::optional<SweepFile> file;
   std::vector<std::optional<SweepRow>> rows(plan.cases.size());
-  if (!opt.out.empty()) {
+  if (!opt.out.empty() && writer) {
     file = open_sweep_file(opt.out, opt.resume, plan);
     rows = std::move(file->rows);
     outcome.resumed = file->resumed;
@@ -173,13 +244,18 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt) {
   std::vector<std::size_t> pending;
   for (const auto& c : plan.cases)
     if (!rows[c.index]) pending.push_back(c.index);
+  if (opt.processes) opt.processes->share(pending);
 
   const auto backend = make_cpu_backend();
-  outcome.threads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  // Over processes, each runs one item at a time on one thread.
+  outcome.processes = opt.processes ? opt.processes->count() : 1;
+  outcome.threads = opt.processes ? 1 : opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  if (opt.processes) omp_set_num_threads(1);
   omp_set_max_active_levels(1);  // each case single-threaded: the library's inner loops run on one thread
   const References refs = compute_references(plan, pending, *backend, outcome.threads, opt);
   run_cases(plan, pending, refs, *backend, outcome.threads, opt, file ? file->file.get() : nullptr, rows);
   outcome.ran = pending.size();
+  if (!writer) return outcome;  // the writer holds the rows and the file
 
   // Finalize: every row in case order, in memory and in the file.
   for (auto& r : rows) outcome.rows.push_back(std::move(*r));

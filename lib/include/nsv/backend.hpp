@@ -1,6 +1,7 @@
 #pragma once
 // The engine that runs the kernels. Strategies and the communicator talk to this interface
 // only, so the CPU reference and the CUDA backend are interchangeable.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,9 +36,16 @@ class Backend {
   // without ever assembling it: the Frobenius norm by a scalar all-reduce, the Gram matrix
   // over the unsharded axis by all-reduces (p(XX^T)X = X p(X^TX) lets either axis be the
   // sharded one), the polynomial replicated on every rank, products with the shard local.
-  virtual ShardedResult newton_schulz_sharded(const std::vector<MatD>& shards, int axis,
-                                              Iteration iteration, Communicator& comm,
-                                              const NsConfig& cfg) const = 0;
+  // `shards` holds every rank's shard (the communicator hosts all of them).
+  ShardedResult newton_schulz_sharded(const std::vector<MatD>& shards, int axis, Iteration iteration,
+                                      Communicator& comm, const NsConfig& cfg) const;
+
+  // The same for the shards of the ranks `comm` hosts (comm.hosted_ranks(), in that order: one
+  // under MPI), `split_extent` being the length of the split axis over all ranks. The result
+  // holds the hosted ranks' blocks.
+  virtual ShardedResult newton_schulz_hosted(const std::vector<MatD>& hosted_shards, int axis,
+                                             std::int64_t split_extent, Iteration iteration,
+                                             Communicator& comm, const NsConfig& cfg) const = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -39,6 +39,13 @@ struct StrategyRun {
 StrategyRun run_strategy(Strategy, const Backend&, const ShardedMatrix&, const NsConfig&,
                          const StrategyOptions& = {});
 
+// The same on a given communicator of the layout's tp ranks (the MPI one: lib/mpi/). Only the
+// shards of the ranks it hosts are read (the others may be empty), the outputs of the others are
+// empty, and the ledger holds the hosted ranks' traffic; `opt.order` is the communicator's
+// business, not this call's.
+StrategyRun run_strategy(Strategy, const Backend&, const ShardedMatrix&, const NsConfig&, const StrategyOptions&,
+                         Communicator&);
+
 // NS (or per-head NS) of the whole matrix.
 MatD target_result(Target, const Backend&, const MatD& g, std::int64_t head_dim, const NsConfig&);
 
@@ -59,5 +66,10 @@ struct Comparison {
 };
 
 Comparison compare_with_target(const StrategyRun&, const MatD& target, const Layout&);
+
+// Its two halves, for a process that holds some ranks only: one rank's output against its block
+// of the target, and the summary of every rank's comparison (with the ledger's calls).
+RankComparison compare_rank(const StrategyRun&, const MatD& target_block, int rank);
+Comparison summarize_ranks(std::vector<RankComparison>, const Ledger&);
 
 }  // namespace nsv

@@ -33,10 +33,18 @@ struct PlanShape {
 
 struct OperandImpl {
   StrategyPlan (*plan)(const StrategyRecord&, const PlanShape&, const NsConfig&, const StrategyOptions&);
-  // Fills outputs (rank r's block) and issues the collectives on `comm` (one rank per shard).
+  // Issues the collectives on `comm` and returns one block per rank of the layout: rank r's
+  // block of the result for every rank comm hosts, an empty matrix for the others. Only the
+  // hosted ranks' shards of the ShardedMatrix are read (under MPI the others are empty).
   std::vector<MatD> (*execute)(const StrategyRecord&, const Backend&, const ShardedMatrix&, const NsConfig&,
                                const StrategyOptions&, Communicator& comm);
 };
+
+// The shards of the ranks comm hosts, in hosted order.
+std::vector<MatD> hosted_shards(const Communicator&, const ShardedMatrix&);
+// One block per rank of a tp-rank layout: the hosted ranks' results (in hosted order) in their
+// places, empty matrices elsewhere.
+std::vector<MatD> on_ranks(const Communicator&, int tp, std::vector<MatD> hosted_results);
 
 const OperandImpl& operand_impl(Operand);
 

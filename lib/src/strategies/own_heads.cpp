@@ -19,13 +19,11 @@ StrategyPlan plan(const StrategyRecord& rec, const PlanShape& m, const NsConfig&
 }
 
 std::vector<MatD> execute(const StrategyRecord&, const Backend& b, const ShardedMatrix& m, const NsConfig& cfg,
-                          const StrategyOptions&, Communicator&) {
-  std::vector<MatD> outputs(m.shards.size());
-  for (std::size_t r = 0; r < m.shards.size(); ++r) {
-    const MatD& s = m.shards[r];
-    outputs[r] = s.rows() == 0 ? s : per_head_ns(b, s, s.rows() / m.head_dim, cfg);
-  }
-  return outputs;
+                          const StrategyOptions&, Communicator& comm) {
+  std::vector<MatD> shards = hosted_shards(comm, m);
+  for (MatD& s : shards)
+    if (s.rows() > 0) s = per_head_ns(b, s, s.rows() / m.head_dim, cfg);
+  return on_ranks(comm, m.layout.tp(), std::move(shards));
 }
 
 }  // namespace

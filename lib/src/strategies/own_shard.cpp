@@ -15,14 +15,15 @@ StrategyPlan plan(const StrategyRecord& rec, const PlanShape& m, const NsConfig&
 }
 
 std::vector<MatD> execute(const StrategyRecord&, const Backend& b, const ShardedMatrix& m, const NsConfig& cfg,
-                          const StrategyOptions&, Communicator&) {
+                          const StrategyOptions&, Communicator& comm) {
+  std::vector<MatD> shards = hosted_shards(comm, m);
   Batch nonempty;
-  for (const auto& s : m.shards)
+  for (const auto& s : shards)
     if (s.size() > 0) nonempty.push_back(s);
-  const Batch out = b.newton_schulz(nonempty, cfg);  // one batch: the ranks run in parallel
-  std::vector<MatD> outputs(m.shards.size());
-  for (std::size_t r = 0, k = 0; r < m.shards.size(); ++r) outputs[r] = m.shards[r].size() > 0 ? out[k++] : m.shards[r];
-  return outputs;
+  const Batch out = b.newton_schulz(nonempty, cfg);  // one batch: the hosted ranks run in parallel
+  for (std::size_t i = 0, k = 0; i < shards.size(); ++i)
+    if (shards[i].size() > 0) shards[i] = out[k++];
+  return on_ranks(comm, m.layout.tp(), std::move(shards));
 }
 
 }  // namespace

@@ -45,16 +45,18 @@ std::vector<MatD> execute(const StrategyRecord&, const Backend& b, const Sharded
                           const StrategyOptions& opt, Communicator& comm) {
   const auto tp = static_cast<std::size_t>(m.layout.tp());
   const auto owner = static_cast<std::size_t>(kOwner);
-  std::vector<std::vector<MatD>> to_owner(tp, std::vector<MatD>(tp));
-  for (std::size_t r = 0; r < tp; ++r) to_owner[r][owner] = m.shards[r];
+  const std::vector<int>& hosted = comm.hosted_ranks();
+  std::vector<std::vector<MatD>> to_owner(hosted.size(), std::vector<MatD>(tp));
+  for (std::size_t i = 0; i < hosted.size(); ++i) to_owner[i][owner] = m.shards[static_cast<std::size_t>(hosted[i])];
   const auto received = comm.all_to_all(to_owner, opt.storage);
-  const MatD x = newton_schulz(b, assemble(received[owner], m.layout), cfg);
-  std::vector<std::vector<MatD>> back(tp, std::vector<MatD>(tp));
-  back[owner] = split(x, m.layout);
+  std::vector<std::vector<MatD>> back(hosted.size(), std::vector<MatD>(tp));
+  for (std::size_t i = 0; i < hosted.size(); ++i)
+    if (static_cast<std::size_t>(hosted[i]) == owner)
+      back[i] = split(newton_schulz(b, assemble(received[i], m.layout), cfg), m.layout);
   const auto returned = comm.all_to_all(back, opt.storage);
-  std::vector<MatD> outputs(tp);
-  for (std::size_t r = 0; r < tp; ++r) outputs[r] = returned[r][owner];
-  return outputs;
+  std::vector<MatD> outputs;
+  for (std::size_t i = 0; i < hosted.size(); ++i) outputs.push_back(returned[i][owner]);
+  return on_ranks(comm, m.layout.tp(), std::move(outputs));
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ class ShapeOps {
   Shape lincomb(Scalar, const Shape& x, Shape) const { return x; }
   void add_diagonal(Shape&, Scalar) const {}
   void recycle(Shape&&) const {}
+  bool communicates() const { return ledger_.ranks.size() > 1; }
   Shape all_reduce(const std::vector<Shape>& parts) const {
     record_all_reduce(ledger_, parts[0].rows * parts[0].cols, wire_);
     return parts[0];
@@ -54,7 +55,7 @@ StrategyPlan plan(const StrategyRecord& rec, const PlanShape& m, const NsConfig&
     const auto [rows, cols] = m.shard(r);
     shards.push_back({rows, cols});
   }
-  const ShardedFrame frame = sharded_frame(cfg, m.layout.axis, shards, rec.iteration);
+  const ShardedFrame frame = sharded_frame(cfg, m.layout.axis, shards, tp, m.layout.dim, rec.iteration);
   std::vector<ShardShape> y;
   for (const ShardShape& s : shards) y.push_back(frame.transpose ? ShardShape{s.cols, s.rows} : s);
   if (tp > 1) record_all_reduce(p.ledger, 1, norm_wire_dtype(cfg));  // normalize.cpp: the squared norm
@@ -70,7 +71,9 @@ StrategyPlan plan(const StrategyRecord& rec, const PlanShape& m, const NsConfig&
 
 std::vector<MatD> execute(const StrategyRecord& rec, const Backend& b, const ShardedMatrix& m, const NsConfig& cfg,
                           const StrategyOptions&, Communicator& comm) {
-  return b.newton_schulz_sharded(m.shards, m.layout.axis, rec.iteration, comm, cfg).shards;
+  return on_ranks(comm, m.layout.tp(),
+                  b.newton_schulz_hosted(hosted_shards(comm, m), m.layout.axis, m.layout.dim, rec.iteration, comm, cfg)
+                      .shards);
 }
 
 }  // namespace
