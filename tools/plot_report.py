@@ -338,7 +338,7 @@ def gram_stability(figs, rows, report):
     for r in rows:
         key = (r["dtype"], r["restart_at"] if r["kernel"] == "gram" else "standard", int(r["steps"]))
         n, b = cells.get(key, (0, 0))
-        cells[key] = (n + 1, b + (r["blowup"] == "true"))
+        cells[key] = (n + int(r["seeds"]), b + int(r["blowups"]))
     fig, axes = plt.subplots(1, len(dtypes), figsize=(4.6 * len(dtypes), 0.42 * len(schedules) + 2.2), sharey=True)
     axes = [axes] if len(dtypes) == 1 else list(axes)
     for ax, d in zip(axes, dtypes):
@@ -348,7 +348,7 @@ def gram_stability(figs, rows, report):
         for i, line in enumerate(frac):
             for j, v in enumerate(line):
                 if v > 0:
-                    ax.text(j, i, f"{v * 100:.0f}", ha="center", va="center", fontsize=7,
+                    ax.text(j, i, f"{v * 100:.0f}" if v >= 0.01 else "<1", ha="center", va="center", fontsize=7,
                             color="white" if v > 0.5 else "black")
         ax.set_xticks(range(len(steps)), [str(k) for k in steps])
         ax.set_yticks(range(len(schedules)), [s if s in ("standard", "none") else "{" + s + "}" for s in schedules])

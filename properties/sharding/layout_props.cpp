@@ -395,7 +395,7 @@ NSV_PROPERTY(ledger_matches_hand_counts_for_every_strategy, ()) {
   NsConfig cfg;
   cfg.kernel = *rc::gen::arbitrary<Kernel>();
   cfg.steps = *rc::gen::inRange(0, 8);
-  cfg.restart_at = *restart_lists(cfg.steps);
+  cfg.restart_at = *props::restart_lists(cfg.steps);
   const std::uint64_t other = static_cast<std::uint64_t>(other_extent(g, c.axis));
   const std::uint64_t dim = static_cast<std::uint64_t>(c.rule.dim);
   const ShardedMatrix sm = shard_matrix(g, layout);

@@ -1,19 +1,19 @@
 #include "gram_stability.hpp"
 
-#include <omp.h>
-
 #include <Eigen/Eigenvalues>
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include "cli_common.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/spectra.hpp"
-#include "progress.hpp"
+#include "parallel_jobs.hpp"
 
 namespace nsv::cli {
 namespace {
@@ -144,7 +144,7 @@ std::string text(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (std::isnan(v)) return "nan";
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
 
@@ -173,55 +173,62 @@ std::vector<GramStabilityRow> run_gram_stability(const GramStabilitySpec& spec) 
   const std::vector<NsConfig> configs = configurations(spec);
   const auto backend = make_cpu_backend();
   std::vector<std::vector<GramStabilityRow>> per_input(inputs.size());
-  std::string error;
-  const int threads = spec.threads > 0 ? spec.threads : omp_get_max_threads();
-  omp_set_max_active_levels(1);
-  Progress bar("gram stability", inputs.size(), spec.progress);
-  const auto n = static_cast<std::ptrdiff_t>(inputs.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (std::ptrdiff_t j = 0; j < n; ++j) {
-    try {
-      Input& in = inputs[static_cast<std::size_t>(j)];
-      factor(in, configs.front().eps);
-      auto& rows = per_input[static_cast<std::size_t>(j)];
-      for (const NsConfig& cfg : configs) rows.push_back(measure(in, cfg, newton_schulz(*backend, in.g, cfg)));
-    } catch (const std::exception& e) {
-#pragma omp critical(gram_stability_error)
-      if (error.empty()) error = e.what();
-    }
-    bar.advance();
-  }
-  bar.finish();
-  if (!error.empty()) throw std::runtime_error("gram stability study: " + error);
+  run_parallel_jobs(inputs.size(), spec.threads, "gram stability study", spec.progress, [&](std::size_t j) {
+    Input& in = inputs[j];
+    factor(in, configs.front().eps);
+    for (const NsConfig& cfg : configs) per_input[j].push_back(measure(in, cfg, newton_schulz(*backend, in.g, cfg)));
+  });
   std::vector<GramStabilityRow> rows;
   for (auto& part : per_input) rows.insert(rows.end(), part.begin(), part.end());
   return rows;
 }
 
 std::vector<std::string> gram_stability_header() {
-  return {"rows", "cols", "spectrum", "seed", "kernel", "dtype", "steps", "restart_at", "kept", "norm", "norm_bound", "finite",
-          "blowup", "orth_error", "orth_error_exact", "polar_distance", "polar_distance_exact", "flops"};
+  return {"rows",       "cols",          "spectrum",          "kernel",           "dtype",
+          "steps",      "restart_at",    "seeds",             "blowups",          "non_finite",
+          "largest_norm_over_threshold", "orth_error_median", "orth_error_exact_median", "polar_distance_median",
+          "polar_distance_exact_median", "flops"};
 }
 
-std::vector<std::string> gram_stability_fields(const GramStabilityRow& r) {
-  return {std::to_string(r.rows),
-          std::to_string(r.cols),
-          r.spectrum,
-          std::to_string(r.seed),
-          std::string(kernel_name(r.kernel)),
-          std::string(dtype_name(r.dtype)),
-          std::to_string(r.steps),
-          r.kernel == Kernel::gram ? restarts_text(r.restart_at) : "-",
-          std::to_string(r.kept),
-          text(r.norm),
-          text(r.norm_bound),
-          r.finite ? "true" : "false",
-          r.blowup ? "true" : "false",
-          text(r.orth_error),
-          text(r.orth_error_exact),
-          text(r.polar_distance),
-          text(r.polar_distance_exact),
-          std::to_string(r.flops)};
+std::vector<std::vector<std::string>> gram_stability_table(const std::vector<GramStabilityRow>& rows) {
+  // rows come per input, seeds innermost in grid_inputs: gather a class's seeds by its key
+  using Key = std::tuple<std::int64_t, std::int64_t, std::string, Kernel, DType, int, std::vector<int>>;
+  std::vector<Key> order;
+  std::map<Key, std::vector<const GramStabilityRow*>> groups;
+  for (const auto& r : rows) {
+    const Key k{r.rows, r.cols, r.spectrum, r.kernel, r.dtype, r.steps, r.restart_at};
+    auto& g = groups[k];
+    if (g.empty()) order.push_back(k);
+    g.push_back(&r);
+  }
+  const auto median = [](std::vector<double> v) {
+    if (v.empty()) return std::string("-");
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return text(v[v.size() / 2]);
+  };
+  std::vector<std::vector<std::string>> out;
+  for (const Key& k : order) {
+    const auto& g = groups[k];
+    int blowups = 0, non_finite = 0;
+    double largest = 0;
+    std::vector<double> orth, orth_exact, polar, polar_exact;
+    for (const GramStabilityRow* r : g) {
+      blowups += r->blowup;
+      non_finite += !r->finite;
+      largest = std::max(largest, r->norm / r->norm_bound);
+      if (r->blowup) continue;
+      orth.push_back(r->orth_error);
+      orth_exact.push_back(r->orth_error_exact);
+      polar.push_back(r->polar_distance);
+      polar_exact.push_back(r->polar_distance_exact);
+    }
+    const GramStabilityRow& r = *g.front();
+    out.push_back({std::to_string(r.rows), std::to_string(r.cols), r.spectrum, std::string(kernel_name(r.kernel)),
+                   std::string(dtype_name(r.dtype)), std::to_string(r.steps), r.kernel == Kernel::gram ? restarts_text(r.restart_at) : "-",
+                   std::to_string(g.size()), std::to_string(blowups), std::to_string(non_finite), text(largest), median(orth),
+                   median(orth_exact), median(polar), median(polar_exact), std::to_string(r.flops)});
+  }
+  return out;
 }
 
 }  // namespace nsv::cli

@@ -71,8 +71,11 @@ struct GramStabilityRow {
 double repelling_fixed_point(const Coeffs&);
 
 std::vector<GramStabilityRow> run_gram_stability(const GramStabilitySpec&);
+// gram_stability.csv: one line per input class (shape, spectrum) and configuration, over the
+// seeds: how many blew up (and were non-finite), the largest ||X||_F over the threshold, the
+// medians of the accuracy figures over the seeds that did not blow up (measured and exact), FLOPs.
 std::vector<std::string> gram_stability_header();
-std::vector<std::string> gram_stability_fields(const GramStabilityRow&);
+std::vector<std::vector<std::string>> gram_stability_table(const std::vector<GramStabilityRow>&);
 
 // report.json's "gram_stability": the grid, the first failing configuration of DeepSpeed's
 // defaults per dtype, first failing steps per restart list, the restart lists proposed (no

@@ -170,6 +170,32 @@ json gram_stability_stats(const GramStabilitySpec& spec, const std::vector<GramS
   out["proposed_all_dtypes"] = propose(spec.dtypes);
   out["deepspeed_over_standard_5"] = flops(ds, 5) / flops("standard", 5);
 
+  // Accuracy where nothing blew up: the medians of the orthogonality error on K and the distance
+  // to the polar factor, measured and in exact arithmetic, for DeepSpeed's list, the proposal and
+  // the standard kernel, per dtype, at 5 and at max_steps.
+  json accuracy = json::array();
+  for (const std::string& name : {ds, out["proposed"].is_null() ? ds : out["proposed"]["schedule"].get<std::string>(), std::string("standard")})
+    for (const DType d : spec.dtypes)
+      for (const int steps : {5, spec.max_steps}) {
+        std::vector<double> orth, orth_exact, polar, polar_exact;
+        for (const auto& r : rows)
+          if (schedule_of(r) == name && r.dtype == d && r.steps == steps && !r.blowup) {
+            orth.push_back(r.orth_error);
+            orth_exact.push_back(r.orth_error_exact);
+            polar.push_back(r.polar_distance);
+            polar_exact.push_back(r.polar_distance_exact);
+          }
+        const auto median = [](std::vector<double> v) {
+          if (v.empty()) return json(nullptr);
+          std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+          return json(v[v.size() / 2]);
+        };
+        accuracy.push_back({{"schedule", name}, {"dtype", std::string(dtype_name(d))}, {"steps", steps}, {"runs", orth.size()},
+                            {"orth_error", median(orth)}, {"orth_error_exact", median(orth_exact)},
+                            {"polar_distance", median(polar)}, {"polar_distance_exact", median(polar_exact)}});
+      }
+  out["accuracy"] = accuracy;
+
   // The example: a rank-1 2 x 16 input, 8 steps, DeepSpeed's kernel.
   json example = json::object();
   for (const auto& r : rows)

@@ -1,7 +1,5 @@
 #include "gram_stress.hpp"
 
-#include <omp.h>
-
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
@@ -17,7 +15,7 @@
 #include "nsv/kernels.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/spectra.hpp"
-#include "progress.hpp"
+#include "parallel_jobs.hpp"
 
 namespace nsv::cli {
 namespace {
@@ -137,36 +135,20 @@ std::vector<GramStressRow> run_gram_stress(const GramStressSpec& spec) {
   NsConfig reference = base;
   reference.kernel = Kernel::standard;
   std::vector<std::vector<GramStressRow>> per_matrix(matrices.size());
-  std::string error;
-  const int threads = spec.threads > 0 ? spec.threads : omp_get_max_threads();
-  omp_set_max_active_levels(1);
-  Progress bar("gram stress test", matrices.size(), spec.progress);
-  const auto n = static_cast<std::ptrdiff_t>(matrices.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (std::ptrdiff_t j = 0; j < n; ++j) {
-    try {
-      const StressMatrix& s = matrices[static_cast<std::size_t>(j)];
-      const MatD a = stress_input(s, spec, static_cast<std::uint64_t>(j));
-      const Eigen::VectorXd ata_eig =
-          Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(a.transpose() * a, Eigen::EigenvaluesOnly).eigenvalues();
-      double nuclear = 0;
-      for (const double e : ata_eig) nuclear += std::sqrt(std::max(e, 0.0));
-      const PolarMetrics ref = polar_metrics(a, newton_schulz(*backend, a, reference), nuclear);
-      for (const auto& restarts : spec.restarts) {
-        NsConfig ours = base;
-        ours.kernel = Kernel::gram;
-        ours.restart_at = restarts;
-        per_matrix[static_cast<std::size_t>(j)].push_back(
-            {s.spectrum, s.sample, restarts_text(restarts), ref, polar_metrics(a, newton_schulz(*backend, a, ours), nuclear)});
-      }
-    } catch (const std::exception& e) {
-#pragma omp critical(gram_stress_error)
-      if (error.empty()) error = e.what();
+  run_parallel_jobs(matrices.size(), spec.threads, "gram stress test", spec.progress, [&](std::size_t j) {
+    const StressMatrix& s = matrices[j];
+    const MatD a = stress_input(s, spec, static_cast<std::uint64_t>(j));
+    const Eigen::VectorXd ata_eig = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(a.transpose() * a, Eigen::EigenvaluesOnly).eigenvalues();
+    double nuclear = 0;
+    for (const double e : ata_eig) nuclear += std::sqrt(std::max(e, 0.0));
+    const PolarMetrics ref = polar_metrics(a, newton_schulz(*backend, a, reference), nuclear);
+    for (const auto& restarts : spec.restarts) {
+      NsConfig ours = base;
+      ours.kernel = Kernel::gram;
+      ours.restart_at = restarts;
+      per_matrix[j].push_back({s.spectrum, s.sample, restarts_text(restarts), ref, polar_metrics(a, newton_schulz(*backend, a, ours), nuclear)});
     }
-    bar.advance();
-  }
-  bar.finish();
-  if (!error.empty()) throw std::runtime_error("gram stress test: " + error);
+  });
   std::vector<GramStressRow> rows;
   for (auto& part : per_matrix) rows.insert(rows.end(), part.begin(), part.end());
   return rows;

@@ -62,7 +62,7 @@ nlohmann::json run_report_gram_stability(const ReportPlan& plan, const SectionOp
   spec.progress = o.progress;
   const auto rows = run_gram_stability(spec);
   std::string text = csv_line(gram_stability_header());
-  for (const auto& r : rows) text += csv_line(gram_stability_fields(r));
+  for (const auto& fields : gram_stability_table(rows)) text += csv_line(fields);
   write_file_atomically(out_path(o, "gram_stability.csv"), text);
   return gram_stability_stats(spec, rows, gram_stress_summary(out_path(o, "gram_stress.csv"), plan.gram_stress));
 }
