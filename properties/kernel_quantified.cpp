@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(gram_loop_diverges_on_rank_deficient_inputs_in_16_bit_dtype
           diverging += diverged(ns(g.values, cfg), cfg);
           ++n;
         }
-        const double noise = std::sqrt(unit_roundoff(d)) * std::pow(cfg.coeffs.at_step(0).a, steps - cfg.restart_at);
+        const double noise = std::sqrt(unit_roundoff(d)) * std::pow(cfg.coeffs.at_step(0).a, steps - cfg.restart_at.back());
         BOOST_TEST_MESSAGE("rank-deficient inputs, " << kernel_name(k) << "/" << dtype_name(d) << " x " << steps << " steps: diverged on "
                                                      << diverging << "/" << n
                                                      << (k == Kernel::gram ? " (predicted gram noise " + std::to_string(noise) + ")" : ""));

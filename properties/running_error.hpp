@@ -103,7 +103,7 @@ class RowVectorErrorBound {
     bool have_q = false;
     for (int i = 0; i < cfg_.steps; ++i) {
       const Coeffs& k = cfg_.coeffs.at_step(i);
-      if (i == cfg_.restart_at && i != 0) {
+      if (cfg_.restarts_before(i)) {
         x = mul(q, x, u_el_);
         r = gram_of(x);
         have_q = false;
@@ -111,7 +111,7 @@ class RowVectorErrorBound {
       const ErrVal z = polynomial(r, k);
       q = have_q ? lincomb(k.a, q, mul(z, q, u_el_)) : add(z, coefficient(k.a), u_el_);
       have_q = true;
-      if (i < cfg_.steps - 1 && i + 1 != cfg_.restart_at) {
+      if (i < cfg_.steps - 1 && !cfg_.restarts_before(i + 1)) {
         const ErrVal rz = lincomb(k.a, r, mul(z, r, u_el_));
         r = lincomb(k.a, rz, mul(z, rz, u_el_));
       }

@@ -324,6 +324,44 @@ def amplification(figs, rows):
     figs.save(fig, "amplification", "reduction-order noise amplification over NS steps", ["amplification.csv"])
 
 
+def gram_stability(figs, rows, report):
+    """Blow-up fraction of the Gram kernel per restart list and step count, one panel per dtype."""
+    if not rows:
+        return
+    grid = report.get("gram_stability", {}).get("grid")
+    if not grid:
+        return
+    schedules = grid["restarts"] + ["standard"]
+    steps = list(range(1, grid["max_steps"] + 1))
+    dtypes = grid["dtypes"]
+    cells = {}
+    for r in rows:
+        key = (r["dtype"], r["restart_at"] if r["kernel"] == "gram" else "standard", int(r["steps"]))
+        n, b = cells.get(key, (0, 0))
+        cells[key] = (n + int(r["seeds"]), b + int(r["blowups"]))
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(4.6 * len(dtypes), 0.42 * len(schedules) + 2.2), sharey=True)
+    axes = [axes] if len(dtypes) == 1 else list(axes)
+    for ax, d in zip(axes, dtypes):
+        frac = [[cells[(d, s, k)][1] / cells[(d, s, k)][0] if (d, s, k) in cells else float("nan") for k in steps]
+                for s in schedules]
+        im = ax.imshow(frac, vmin=0, vmax=1, cmap="Reds", aspect="auto")
+        for i, line in enumerate(frac):
+            for j, v in enumerate(line):
+                if v > 0:
+                    ax.text(j, i, f"{v * 100:.0f}" if v >= 0.01 else "<1", ha="center", va="center", fontsize=7,
+                            color="white" if v > 0.5 else "black")
+        ax.set_xticks(range(len(steps)), [str(k) for k in steps])
+        ax.set_yticks(range(len(schedules)), [s if s in ("standard", "none") else "{" + s + "}" for s in schedules])
+        ax.set_xlabel("Newton-Schulz steps")
+        ax.set_title(f"{d}: inputs that blow up (%)")
+    axes[0].set_ylabel("gram kernel restart list (standard: control)")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="fraction of the grid's inputs")
+    fig.suptitle(f"Gram NS ({grid['coeffs']}): blow-ups (non-finite or ||X||_F > sqrt(min(m,n)) x*) "
+                 f"over {len(grid['spectra'])} spectra, short sides {grid['short_sides']}, aspects {grid['aspects']}",
+                 fontsize=10)
+    figs.save(fig, "gram_stability", "Gram NS blow-ups per dtype, restart list and step count", ["gram_stability.csv"])
+
+
 def bytes_vs_tp(figs, rows, strategies):
     sel = [r for r in rows if r["rows"] == "512" and r["cols"] == "1024" and r["kernel"] == "gram"
            and r["spectrum"] == "gaussian" and r["seed"] == "0" and int(r["tp"]) >= 2]
@@ -459,6 +497,8 @@ def main(argv):
     divergence_vs_spectrum(figs, read_csv(os.path.join(out_dir, "spectrum_sweep.csv")))
     step_strategies(figs, read_csv(os.path.join(out_dir, "step.csv")), strategies)
     amplification(figs, read_csv(os.path.join(out_dir, "amplification.csv")))
+    with open(os.path.join(out_dir, "report.json")) as f:
+        gram_stability(figs, read_csv(os.path.join(out_dir, "gram_stability.csv")), json.load(f))
     bytes_vs_tp(figs, sweep, strategies)
     step_time_vs_tp(figs, out_dir, strategies)
     figs.write_index()

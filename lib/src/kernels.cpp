@@ -1,5 +1,7 @@
 #include "nsv/kernels.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +33,41 @@ void NsConfig::validate() const {
   if (!(eps >= 0.0)) throw InvalidField("eps", "must be >= 0, got " + std::to_string(eps));
   if (accumulate == Accumulate::compute && dtype == DType::fp64)
     throw InvalidField("accumulate", "compute is meaningful for bf16/fp16/fp32 only, not with dtype fp64");
+  for (std::size_t i = 0; i < restart_at.size(); ++i) {
+    if (restart_at[i] < 0 || restart_at[i] > 1000)
+      throw InvalidField("restart_at", "every step must be between 0 and 1000, got " + restarts_text(restart_at));
+    if (i > 0 && restart_at[i] <= restart_at[i - 1])
+      throw InvalidField("restart_at", "the steps must be strictly increasing, got " + restarts_text(restart_at));
+  }
+}
+
+bool NsConfig::restarts_before(int step) const {
+  return step >= 1 && step < steps && std::binary_search(restart_at.begin(), restart_at.end(), step);
+}
+
+std::string restarts_text(const std::vector<int>& r) {
+  if (r.empty()) return "none";
+  std::string s;
+  for (std::size_t i = 0; i < r.size(); ++i) s += (i ? "," : "") + std::to_string(r[i]);
+  return s;
+}
+
+std::vector<int> parse_restarts(std::string_view s) {
+  if (s == "none") return {};
+  const auto bad = [&] {
+    return std::invalid_argument("bad restart list '" + std::string(s) + "': expected steps separated by commas (2 or 2,4,6) or none");
+  };
+  std::vector<int> r;
+  std::size_t at = 0;
+  while (at <= s.size()) {
+    const std::size_t comma = std::min(s.find(',', at), s.size());
+    int v = 0;
+    const auto [end, err] = std::from_chars(s.data() + at, s.data() + comma, v);
+    if (err != std::errc() || end != s.data() + comma || comma == at) throw bad();
+    r.push_back(v);
+    at = comma + 1;
+  }
+  return r;
 }
 
 DType normalization_dtype(const NsConfig& cfg) {
@@ -47,14 +84,14 @@ std::uint64_t ns_flops(const NsConfig& cfg, std::int64_t rows, std::int64_t cols
   // Gram loop: one Gram at the start and one per restart, one application of Q per restart and
   // at the end; per step the polynomial (1 small product), Q's update (1, except on the first
   // step after a (re)start) and R's update (2, except before a restart and after the last step).
-  const bool restarts = cfg.restart_at > 0 && cfg.restart_at < cfg.steps;
-  std::uint64_t f = gram * (restarts ? 2 : 1) + apply * (restarts ? 2 : 1);
   if (cfg.steps == 0) return 0;
+  std::uint64_t f = gram + apply;
   for (int i = 0; i < cfg.steps; ++i) {
+    const bool fresh_q = i == 0 || cfg.restarts_before(i);
+    if (cfg.restarts_before(i)) f += gram + apply;
     f += small;
-    const bool fresh_q = i == 0 || (restarts && i == cfg.restart_at);
     if (!fresh_q) f += small;
-    if (i < cfg.steps - 1 && i + 1 != cfg.restart_at) f += 2 * small;
+    if (i < cfg.steps - 1 && !cfg.restarts_before(i + 1)) f += 2 * small;
   }
   return f;
 }

@@ -117,7 +117,7 @@ class ShardedIteration {
     const int steps = cfg_.steps;
     for (int i = 0; i < steps; ++i) {
       const Coeffs& k = cfg_.coeffs.at_step(i);
-      if (i == cfg_.restart_at && i != 0) {
+      if (cfg_.restarts_before(i)) {
         apply_left(q, y, nullptr);  // X = Q X
         ops_.recycle(std::exchange(r, reduced_gram(y)));
         have_q = false;
@@ -130,7 +130,7 @@ class ShardedIteration {
       } else {
         ops_.recycle(std::exchange(q, ops_.lincomb(ops_.scalar(k.a), q, small_product(z, q))));
       }
-      if (i < steps - 1 && i + 1 != cfg_.restart_at) {
+      if (i < steps - 1 && !cfg_.restarts_before(i + 1)) {
         Matrix rz = ops_.lincomb(ops_.scalar(k.a), r, small_product(z, r));
         ops_.recycle(std::exchange(r, ops_.lincomb(ops_.scalar(k.a), rz, small_product(z, rz))));
         ops_.recycle(std::move(rz));

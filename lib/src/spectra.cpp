@@ -56,7 +56,7 @@ std::string Spectrum::text() const {
 
 Spectrum parse_spectrum(const std::string& s) {
   const auto bad = [&] {
-    return std::invalid_argument("unknown spectrum '" + s + "': expected gaussian, lowrank:R (R >= 1), powerlaw:ALPHA (ALPHA >= 0) or file:PATH");
+    return std::invalid_argument("unknown spectrum '" + s + "': expected gaussian, lowrank:R (R >= 1), powerlaw:ALPHA (ALPHA >= 0), ill_conditioned:LOG10_CONDITION (0 to 300) or file:PATH");
   };
   Spectrum sp;
   if (s == "gaussian") return sp;
@@ -79,6 +79,10 @@ Spectrum parse_spectrum(const std::string& s) {
       sp.kind = Spectrum::Kind::powerlaw;
       sp.alpha = std::stod(arg, &used);
       if (!(sp.alpha >= 0.0) || !std::isfinite(sp.alpha)) throw bad();
+    } else if (kind == "ill_conditioned") {
+      sp.kind = Spectrum::Kind::ill_conditioned;
+      sp.log10_condition = std::stod(arg, &used);
+      if (!(sp.log10_condition >= 0.0 && sp.log10_condition <= 300.0)) throw bad();
     } else {
       throw bad();
     }
@@ -128,6 +132,12 @@ MatD to_float_values(MatD m) {
 
 }  // namespace
 
+MatD matrix_with_singular_values(const Eigen::VectorXd& sigma, std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  const auto k = static_cast<std::int64_t>(sigma.size());
+  const MatD u = orthonormal_columns(rows, k, seed), v = orthonormal_columns(cols, k, seed ^ 0x9e3779b97f4a7c15ULL);
+  return u * sigma.asDiagonal() * v.transpose();
+}
+
 MatD make_matrix(const Spectrum& sp, std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   if (sp.scale_exponent != 0)
     throw std::invalid_argument("make_matrix draws unscaled spectra; " + sp.text() + " is the property generators'");
@@ -141,11 +151,9 @@ MatD make_matrix(const Spectrum& sp, std::int64_t rows, std::int64_t cols, std::
       const MatD a = gaussian_matrix(rows, sp.rank, seed), b = gaussian_matrix(sp.rank, cols, seed ^ 0x9e3779b97f4a7c15ULL);
       return to_float_values(a * b / std::sqrt(static_cast<double>(sp.rank)));
     }
-    case Spectrum::Kind::powerlaw: {
-      const std::int64_t k = std::min(rows, cols);
-      const MatD u = orthonormal_columns(rows, k, seed), v = orthonormal_columns(cols, k, seed ^ 0x9e3779b97f4a7c15ULL);
-      return to_float_values(u * designed_singular_values(sp, k).asDiagonal() * v.transpose());
-    }
+    case Spectrum::Kind::powerlaw:
+    case Spectrum::Kind::ill_conditioned:
+      return to_float_values(matrix_with_singular_values(designed_singular_values(sp, std::min(rows, cols)), rows, cols, seed));
     case Spectrum::Kind::file: {
       MatD m = read_npy(sp.path).matrix();
       if ((rows || cols) && (m.rows() != rows || m.cols() != cols))
@@ -153,10 +161,9 @@ MatD make_matrix(const Spectrum& sp, std::int64_t rows, std::int64_t cols, std::
                                     " matrix, but the case asks for " + std::to_string(rows) + "x" + std::to_string(cols));
       return m;
     }
-    case Spectrum::Kind::ill_conditioned:
     case Spectrum::Kind::integer_valued: break;
   }
-  throw std::invalid_argument("make_matrix draws gaussian, lowrank, powerlaw and file spectra; " + sp.text() +
+  throw std::invalid_argument("make_matrix draws gaussian, lowrank, powerlaw, ill_conditioned and file spectra; " + sp.text() +
                               " is the property generators'");
 }
 

@@ -123,7 +123,9 @@ expect_error "new output not created on error" "truncated" "$nsv" ns --input "$w
 expect_error "unknown command" "unknown command 'frobnicate'.*ns, shard" "$nsv" frobnicate
 expect_error "--repeat 0" "--repeat" "$nsv" ns --input "$work/good.npy" --repeat 0
 expect_error "--steps -1" "--steps" "$nsv" ns --input "$work/good.npy" --steps -1
-expect_error "--restart-at -1" "--restart-at: must be an integer between 0 and 1000" "$nsv" ns --input "$work/good.npy" --restart-at -1
+expect_error "--restart-at -1" "--restart-at: must be steps between 0 and 1000" "$nsv" ns --input "$work/good.npy" --restart-at -1
+expect_error "--restart-at 4,2" "--restart-at: must be steps between 0 and 1000, increasing.*got '4,2'" "$nsv" ns --input "$work/good.npy" --restart-at 4,2
+expect_error "--restart-at 2,,4" "--restart-at: must be steps.*got '2,,4'" "$nsv" ns --input "$work/good.npy" --restart-at 2,,4
 expect_error "--seed -1" "--seed: must be an integer between 0" "$nsv" shard --shape 16x32 --seed -1
 expect_error "--heads 0" "--heads: must be an integer between 1 and" "$nsv" shard --shape 16x32 --heads 0
 expect_error "--grain 0" "--grain: must be an integer between 1 and" "$nsv" shard --shape 16x32 --grain 0

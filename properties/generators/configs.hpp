@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "nsv/coeffs.hpp"
 #include "nsv/dtype.hpp"
@@ -45,7 +46,21 @@ inline rc::Gen<int> step_counts() {
   return rc::gen::weightedOneOf<int>({{3, rc::gen::just(5)}, {2, rc::gen::inRange(0, 11)}});
 }
 
-// A whole kernel configuration; the fixed parts can be pinned by the caller afterwards.
+// Restart lists of the gram loop for a run of `steps` steps: DeepSpeed's {2} often, otherwise any
+// strictly increasing subset of 0..steps+1 (0 and the steps past the last one never restart, so
+// they are drawn too: the loop must ignore them).
+inline rc::Gen<std::vector<int>> restart_lists(int steps) {
+  const auto subsets = rc::gen::map(rc::gen::container<std::vector<bool>>(static_cast<std::size_t>(steps + 2), rc::gen::arbitrary<bool>()),
+                                    [](const std::vector<bool>& chosen) {
+                                      std::vector<int> r;
+                                      for (std::size_t s = 0; s < chosen.size(); ++s)
+                                        if (chosen[s]) r.push_back(static_cast<int>(s));
+                                      return r;
+                                    });
+  return rc::gen::weightedOneOf<std::vector<int>>({{1, rc::gen::just(std::vector<int>{2})}, {3, subsets}});
+}
+
+// A whole kernel configuration (DeepSpeed's restart list {2}); the fixed parts can be pinned by the caller afterwards.
 inline rc::Gen<NsConfig> ns_configs() {
   return rc::gen::mapcat(rc::gen::tuple(kernels(), dtypes(), schedules(), step_counts(), products()), [](const auto& t) {
     const auto& [kernel, dtype, schedule, steps, how] = t;

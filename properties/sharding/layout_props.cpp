@@ -395,7 +395,7 @@ NSV_PROPERTY(ledger_matches_hand_counts_for_every_strategy, ()) {
   NsConfig cfg;
   cfg.kernel = *rc::gen::arbitrary<Kernel>();
   cfg.steps = *rc::gen::inRange(0, 8);
-  cfg.restart_at = *rc::gen::inRange(0, cfg.steps + 2);
+  cfg.restart_at = *props::restart_lists(cfg.steps);
   const std::uint64_t other = static_cast<std::uint64_t>(other_extent(g, c.axis));
   const std::uint64_t dim = static_cast<std::uint64_t>(c.rule.dim);
   const ShardedMatrix sm = shard_matrix(g, layout);
@@ -448,7 +448,7 @@ NSV_PROPERTY(ledger_matches_hand_counts_for_every_strategy, ()) {
       if (s == Strategy::gram_allreduce || square)
         grams = cfg.steps;
       else
-        grams = cfg.steps == 0 ? 0 : 1 + (cfg.restart_at >= 1 && cfg.restart_at <= cfg.steps - 1 ? 1 : 0);
+        grams = cfg.steps == 0 ? 0 : 1 + static_cast<int>(std::count_if(cfg.restart_at.begin(), cfg.restart_at.end(), [&](int s) { return s >= 1 && s <= cfg.steps - 1; }));
     }
     const int reduces = tp > 1 ? 1 + grams : 0;
     std::vector<Expected> e(p);
@@ -459,7 +459,7 @@ NSV_PROPERTY(ledger_matches_hand_counts_for_every_strategy, ()) {
         x.messages = static_cast<std::uint64_t>(reduces) * 2 * (p - 1);
       }
     RC_LOG() << strategy_name(s) << ": hand count " << reduces << " all-reduces (" << grams << " Gram + 1 scalar), steps "
-             << cfg.steps << " restart_at " << cfg.restart_at << "\n";
+             << cfg.steps << " restart_at " << restarts_text(cfg.restart_at) << "\n";
     check_ledger(run_strategy(s, backend(), sm, cfg), e, {0, reduces, 0});
   }
 }

@@ -28,9 +28,20 @@ def config(kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="sy
     accumulate  GEMM accumulation: "fp32" (tensor cores, cuBLAS) | "compute" (PyTorch's CPU bf16/fp16 GEMM)
     products    "symmetric" (upper triangle of the n x n products, mirrored) | "full" (PyTorch's bits)
     coeffs      "keller" | "you" | "polar_express" | a file of "a b c" lines
-    restart_at  gram kernel: the restart step (outside 1..steps-1: never)
+    restart_at  gram kernel: the steps it restarts before, an int or an increasing list (2, [2, 4, 6],
+                "2,4,6"; steps outside 1..steps-1, [] or "none": never)
     """
-    return _core.config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
+    return _core.config(kernel, steps, dtype, accumulate, products, coeffs, restart_text(restart_at))
+
+
+def restart_text(restart_at):
+    """A restart list as ``nsv --restart-at`` reads it: 2 -> "2", [2, 4] -> "2,4", [] -> "none"."""
+    if isinstance(restart_at, str):
+        return restart_at
+    if isinstance(restart_at, int):
+        return str(restart_at)
+    steps = [int(s) for s in restart_at]
+    return ",".join(str(s) for s in steps) if steps else "none"
 
 
 def ns(G, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="symmetric", coeffs="keller",

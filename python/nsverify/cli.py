@@ -50,7 +50,7 @@ def parser():
     p.add_argument("--accumulate", default="fp32", choices=["fp32", "compute"])
     p.add_argument("--products", default="full", choices=["symmetric", "full"])
     p.add_argument("--coeffs", default="keller")
-    p.add_argument("--restart-at", type=int, default=2)
+    p.add_argument("--restart-at", default="2", help="gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (none: never)")
     p.add_argument("--batched", action="store_true", help="kernel: fn also takes 3-D batches")
     p.add_argument("--required", help="kernel: comma-separated property names or codes that decide the exit status")
     p.add_argument("--max-success", type=int, default=100, help="cases per property")

@@ -25,7 +25,7 @@ namespace {
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 NsConfig config_of(const std::string& kernel, int steps, const std::string& dtype, const std::string& accumulate,
-                   const std::string& products, const std::string& coeffs, int restart_at) {
+                   const std::string& products, const std::string& coeffs, const std::string& restart_at) {
   // The CLI's own option struct: the same names, parsing and validation as `nsv ns`.
   cli::NsOptions o;
   o.kernel = kernel;
@@ -67,7 +67,7 @@ const Backend& cpu_backend() {
 
 #define NSV_NS_KNOBS                                                                                            \
   py::arg("kernel") = "gram", py::arg("steps") = 5, py::arg("dtype") = "fp32", py::arg("accumulate") = "fp32", \
-      py::arg("products") = "symmetric", py::arg("coeffs") = "keller", py::arg("restart_at") = 2
+      py::arg("products") = "symmetric", py::arg("coeffs") = "keller", py::arg("restart_at") = "2"
 
 void bind_config(py::module_& m) {
   py::class_<NsConfig>(m, "NsConfig", "A Newton-Schulz configuration (nsv ns's knobs), validated.")

@@ -1,6 +1,5 @@
 #include "amplification.hpp"
 
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -12,7 +11,7 @@
 #include "nsv/metrics.hpp"
 #include "nsv/spectra.hpp"
 #include "nsv/strategies.hpp"
-#include "progress.hpp"
+#include "parallel_jobs.hpp"
 
 namespace nsv::cli {
 namespace {
@@ -84,56 +83,42 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
 
   const auto backend = make_cpu_backend();
   std::vector<AmplificationRow> rows(jobs.size());
-  std::string error;
-  const int threads = spec.threads > 0 ? spec.threads : omp_get_max_threads();
-  omp_set_max_active_levels(1);
-  Progress bar("amplification", jobs.size(), spec.progress);
-  const auto n = static_cast<std::ptrdiff_t>(jobs.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (std::ptrdiff_t j = 0; j < n; ++j) {
-    try {
-      const Job& job = jobs[static_cast<std::size_t>(j)];
-      const std::size_t at = job.spectrum * static_cast<std::size_t>(spec.seeds) + static_cast<std::size_t>(job.seed);
-      const MatD& ga = g_rank[at];
-      const MatD& gb = g_rev[at];
-      AmplificationRow r;
-      r.spectrum = spec.spectra[job.spectrum];
-      r.seed = job.seed;
-      r.axis = job.axis;
-      r.steps = job.steps;
-      r.grad_rel = rel_diff(gb, ga);
-      NsConfig std_cfg, gram_cfg;
-      std_cfg.kernel = Kernel::standard;
-      gram_cfg.kernel = Kernel::gram;
-      std_cfg.steps = gram_cfg.steps = job.steps;
-      const MatD whole_std = newton_schulz(*backend, ga, std_cfg);
-      const MatD whole_gram = newton_schulz(*backend, ga, gram_cfg);
-      r.whole_amp = rel_diff(newton_schulz(*backend, gb, std_cfg), whole_std) / r.grad_rel;
-      NsConfig std64 = std_cfg, gram64 = gram_cfg;
-      std64.dtype = gram64.dtype = DType::fp64;
-      r.kernel_err_standard = rel_diff(whole_std, newton_schulz(*backend, ga, std64)) / r.grad_rel;
-      r.kernel_err_gram = rel_diff(whole_gram, newton_schulz(*backend, ga, gram64)) / r.grad_rel;
-      const Layout layout = even_layout(job.axis, job.axis == 0 ? ga.rows() : ga.cols(), spec.tp);
-      const ShardedMatrix m = shard_matrix(ga, layout);
-      const auto run = [&](Strategy s, ReductionOrder o) {
-        return assemble(run_strategy(s, *backend, m, s == Strategy::gram_allreduce ? std_cfg : gram_cfg, {o, DType::fp32}).outputs,
-                        layout);
-      };
-      const MatD ar = run(Strategy::gram_allreduce, ReductionOrder::rank);
-      const MatD rs = run(Strategy::gram_restart_allreduce, ReductionOrder::rank);
-      r.ar_order_amp = rel_diff(run(Strategy::gram_allreduce, ReductionOrder::reverse), ar) / r.grad_rel;
-      r.ar_vs_whole = rel_diff(ar, whole_std) / r.grad_rel;
-      r.rs_order_amp = rel_diff(run(Strategy::gram_restart_allreduce, ReductionOrder::reverse), rs) / r.grad_rel;
-      r.rs_vs_whole = rel_diff(rs, whole_gram) / r.grad_rel;
-      rows[static_cast<std::size_t>(j)] = r;
-    } catch (const std::exception& e) {
-#pragma omp critical(amplification_error)
-      if (error.empty()) error = e.what();
-    }
-    bar.advance();
-  }
-  bar.finish();
-  if (!error.empty()) throw std::runtime_error("amplification study: " + error);
+  run_parallel_jobs(jobs.size(), spec.threads, "amplification study", spec.progress, [&](std::size_t j) {
+    const Job& job = jobs[j];
+    const std::size_t at = job.spectrum * static_cast<std::size_t>(spec.seeds) + static_cast<std::size_t>(job.seed);
+    const MatD& ga = g_rank[at];
+    const MatD& gb = g_rev[at];
+    AmplificationRow r;
+    r.spectrum = spec.spectra[job.spectrum];
+    r.seed = job.seed;
+    r.axis = job.axis;
+    r.steps = job.steps;
+    r.grad_rel = rel_diff(gb, ga);
+    NsConfig std_cfg, gram_cfg;
+    std_cfg.kernel = Kernel::standard;
+    gram_cfg.kernel = Kernel::gram;
+    std_cfg.steps = gram_cfg.steps = job.steps;
+    const MatD whole_std = newton_schulz(*backend, ga, std_cfg);
+    const MatD whole_gram = newton_schulz(*backend, ga, gram_cfg);
+    r.whole_amp = rel_diff(newton_schulz(*backend, gb, std_cfg), whole_std) / r.grad_rel;
+    NsConfig std64 = std_cfg, gram64 = gram_cfg;
+    std64.dtype = gram64.dtype = DType::fp64;
+    r.kernel_err_standard = rel_diff(whole_std, newton_schulz(*backend, ga, std64)) / r.grad_rel;
+    r.kernel_err_gram = rel_diff(whole_gram, newton_schulz(*backend, ga, gram64)) / r.grad_rel;
+    const Layout layout = even_layout(job.axis, job.axis == 0 ? ga.rows() : ga.cols(), spec.tp);
+    const ShardedMatrix m = shard_matrix(ga, layout);
+    const auto run = [&](Strategy s, ReductionOrder o) {
+      return assemble(run_strategy(s, *backend, m, s == Strategy::gram_allreduce ? std_cfg : gram_cfg, {o, DType::fp32}).outputs,
+                      layout);
+    };
+    const MatD ar = run(Strategy::gram_allreduce, ReductionOrder::rank);
+    const MatD rs = run(Strategy::gram_restart_allreduce, ReductionOrder::rank);
+    r.ar_order_amp = rel_diff(run(Strategy::gram_allreduce, ReductionOrder::reverse), ar) / r.grad_rel;
+    r.ar_vs_whole = rel_diff(ar, whole_std) / r.grad_rel;
+    r.rs_order_amp = rel_diff(run(Strategy::gram_restart_allreduce, ReductionOrder::reverse), rs) / r.grad_rel;
+    r.rs_vs_whole = rel_diff(rs, whole_gram) / r.grad_rel;
+    rows[j] = r;
+  });
   return rows;
 }
 

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <string>
 
+#include "nsv/kernels.hpp"
+
 namespace nsv::cli {
 
 CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
@@ -39,5 +41,21 @@ CLI::Validator finite_in(double lo, double hi) {
 }
 
 CLI::Validator thread_count() { return integer_in(1, kMaxThreads); }
+
+CLI::Validator restart_list() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::string want = "must be steps between 0 and 1000, increasing and separated by commas (2 or 2,4,6), or none, got '" + text + "'";
+        try {
+          NsConfig cfg;
+          cfg.restart_at = parse_restarts(text);
+          cfg.validate();
+        } catch (const std::invalid_argument&) {
+          return want;
+        }
+        return {};
+      },
+      "STEP[,STEP...]|none");
+}
 
 }  // namespace nsv::cli

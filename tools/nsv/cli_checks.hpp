@@ -22,5 +22,7 @@ CLI::Validator finite_in(double lo, double hi);
 // OpenMP threads: 1 .. kMaxThreads (OpenMP itself aborts on absurd counts).
 inline constexpr int kMaxThreads = 1024;
 CLI::Validator thread_count();
+// --restart-at: steps between 0 and 1000, strictly increasing, separated by commas, or "none".
+CLI::Validator restart_list();
 
 }  // namespace nsv::cli

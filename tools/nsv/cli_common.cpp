@@ -16,8 +16,9 @@ void NsOptions::add_to(CLI::App& cmd) {
                  "n x n products: symmetric (upper triangle, mirrored; fast) | full (both triangles, PyTorch's bits)")
       ->check(CLI::IsMember({"symmetric", "full"}))->capture_default_str();
   cmd.add_option("--coeffs", coeffs, "coefficient schedule: keller | you | polar_express | FILE of 'a b c' lines")->capture_default_str();
-  cmd.add_option("--restart-at", restart_at, "gram kernel: restart step (0, or steps or more = never)")
-      ->check(integer_in(0, 1000))->capture_default_str();
+  cmd.add_option("--restart-at", restart_at,
+                 "gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (steps outside 1..steps-1, or none: never)")
+      ->check(restart_list())->capture_default_str();
 }
 
 NsConfig NsOptions::config() const {
@@ -28,7 +29,7 @@ NsConfig NsOptions::config() const {
   cfg.accumulate = parse_accumulate(accumulate);
   cfg.products = parse_products(products);
   cfg.coeffs = resolve_schedule(coeffs);
-  cfg.restart_at = restart_at;
+  cfg.restart_at = parse_restarts(restart_at);
   cfg.validate();
   return cfg;
 }

@@ -20,7 +20,7 @@ struct NsOptions {
   std::string accumulate = "fp32";
   std::string products = "symmetric";
   std::string coeffs = "keller";
-  int restart_at = 2;
+  std::string restart_at = "2";  // a restart list (restarts_text)
 
   void add_to(CLI::App& cmd);
   NsConfig config() const;  // throws std::invalid_argument with a message naming the flag

@@ -86,6 +86,7 @@ struct ReportCommand {
   std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, python = "/usr/bin/python3",
               plot_script = "tools/plot_report.py", render_script = "tools/report/render_report.py";
   bool quick = false, quiet = false, no_plots = false, resume = false, audits_only = false;
+  std::string only;  // --only SECTION: one section rerun into an existing report
   int threads = 0;
 
   json report;  // report.json
@@ -107,7 +108,10 @@ struct ReportCommand {
 
   void section_time(const std::string& what, Clock::time_point t0) {
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    report["run"]["timings"].push_back({{"what", what}, {"seconds", s}});
+    json& timings = report["run"]["timings"];
+    for (auto it = timings.begin(); it != timings.end();)  // a rerun section replaces its old time
+      it = (*it)["what"] == what ? timings.erase(it) : it + 1;
+    timings.push_back({{"what", what}, {"seconds", s}});
     if (!quiet) std::fprintf(stderr, "nsv report: %s done in %.1f s\n", what.c_str(), s);
   }
 
@@ -124,8 +128,33 @@ struct ReportCommand {
     std::printf("wrote %s/audit/ and %s/README.md\n", out_dir.c_str(), out_dir.c_str());
   }
 
+  // --only gram_stability | gram_stress: that section into an existing report (its other sections
+  // kept), then the figures and README.md again. gram_stress reruns Dao-AILab's stress test (minutes)
+  // before the stability section, which reads its CSV.
+  void run_only() {
+    const std::string path = (fs::path(out_dir) / "report.json").string();
+    report = json::parse(read_input_file(path, "report"));
+    const ReportPlan plan = make_report_plan(quick);
+    const SectionOptions o{out_dir, resume, !quiet, threads};
+    auto t0 = Clock::now();
+    if (only == "gram_stress") {
+      run_report_gram_stress(plan, o);
+      section_time("Dao-AILab Gram NS stress test", t0);
+      t0 = Clock::now();
+    }
+    report["gram_stability"] = run_report_gram_stability(plan, o);
+    report["plan"]["gram_stability"] = plan.gram.to_json();
+    section_time("Gram NS stability study", t0);
+    write_report_json();
+    report["run"]["plot_note"] = run_plots();
+    write_report_json();
+    render_readme();
+    std::printf("wrote the %s section into %s/report.json and %s/README.md\n", only.c_str(), out_dir.c_str(), out_dir.c_str());
+  }
+
   void run() {
     if (audits_only) return run_audits_only();
+    if (!only.empty()) return run_only();
     const ReportPlan plan = make_report_plan(quick);
     // Check every input before writing anything.
     for (const SweepSpec* s : {&plan.main, &plan.seed, &plan.aspect, &plan.spectrum}) plan_sweep(*s);
@@ -146,6 +175,9 @@ struct ReportCommand {
     t0 = Clock::now();
     const auto amp = run_report_amplification(plan.amp, o);
     section_time("reduction-order amplification study", t0);
+    t0 = Clock::now();
+    report["gram_stability"] = run_report_gram_stability(plan, o);
+    section_time("Gram NS stability study", t0);
     t0 = Clock::now();
     const StepRuns steps = run_report_steps(plan, grads, o);
     section_time("real-gradient Muon step", t0);
@@ -178,7 +210,7 @@ struct ReportCommand {
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
 
   void write_report_json() {
-    if (!audits_only) report["run"]["seconds"] = elapsed();  // --audits-only keeps the full run's time
+    if (!audits_only && only.empty()) report["run"]["seconds"] = elapsed();  // a partial rerun keeps the full run's time
     write_file_atomically((fs::path(out_dir) / "report.json").string(), report.dump(1) + "\n");
   }
 
@@ -239,6 +271,10 @@ void add_report_command(CLI::App& app) {
   cmd->add_flag("--audits-only", st->audits_only,
                 "rerun only the model audits into the report already in --out-dir (its report.json kept otherwise), "
                 "then redraw the figures and README.md");
+  cmd->add_option("--only", st->only,
+                  "rerun one section into the report already in --out-dir (report.json's other sections kept), then redraw "
+                  "the figures and README.md: gram_stability, or gram_stress (Dao-AILab's stress test, minutes, then gram_stability)")
+      ->check(CLI::IsMember({"gram_stability", "gram_stress"}));
   cmd->add_option("--threads", st->threads, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")->check(thread_count());
   cmd->add_flag("--quiet", st->quiet, "no progress output");
   cmd->callback([st] { st->run(); });

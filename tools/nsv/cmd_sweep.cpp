@@ -124,7 +124,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--accumulate", s.accumulate, "GEMM accumulation: fp32 | compute")->capture_default_str();
   cmd->add_option("--products", s.products, "n x n products: symmetric (fast) | full (PyTorch's bits)")
       ->check(CLI::IsMember({"symmetric", "full"}))->capture_default_str();
-  cmd->add_option("--restart-at", s.restart_at, "gram kernel restart step (0, or steps or more = never)")->check(integer_in(0, 1000))->capture_default_str();
+  cmd->add_option("--restart-at", s.restart_at, "gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (none: never)")
+      ->check(restart_list())->capture_default_str();
   cmd->add_option("--out", st->out,
                   "CSV file: one row per case, in case order, written when the sweep completes (rows are appended to "
                   "FILE.partial as cases finish; a failed or killed run leaves FILE as it was)");

@@ -43,6 +43,10 @@ ReportPlan make_report_plan(bool quick) {
   p.amp.seeds = quick ? 1 : 2;
   p.amp.axes = quick ? std::vector<int>{0} : std::vector<int>{0, 1};
   p.step_tps = quick ? std::vector<int>{2} : std::vector<int>{2, 4, 8};
+  if (quick) {
+    p.gram.seeds = 1;
+    p.gram.short_sides = {2, 8};
+  }
   return p;
 }
 
@@ -56,7 +60,8 @@ nlohmann::json plan_json(const ReportPlan& p) {
            {{"rows", a.rows}, {"cols", a.cols}, {"spectra", a.spectra}, {"axes", a.axes}, {"seeds", a.seeds}, {"tp", a.tp},
             {"max_steps", a.max_steps}}},
           {"step", {{"tp", p.step_tps}, {"lr", p.step_lr}, {"momentum", p.step_momentum}}},
-          {"audit", {{"tp", p.audit_tps}}}};
+          {"audit", {{"tp", p.audit_tps}}},
+          {"gram_stability", p.gram.to_json()}};
 }
 
 }  // namespace nsv::cli

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "amplification.hpp"
+#include "gram_stability.hpp"
+#include "gram_stress.hpp"
 #include "sweep_engine.hpp"
 
 namespace nsv::cli {
@@ -15,6 +17,8 @@ struct ReportPlan {
   std::vector<int> step_tps;
   double step_lr = 0.05, step_momentum = 0.95;  // the seed's Muon settings
   std::vector<int> audit_tps{2, 4, 8};
+  GramStabilitySpec gram;  // the Gram NS stability study
+  GramStressSpec gram_stress;  // Dao-AILab's stress test (nsv report --only gram_stress: slow, its CSV is kept)
 };
 
 ReportPlan make_report_plan(bool quick);

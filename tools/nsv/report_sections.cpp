@@ -56,6 +56,26 @@ std::vector<AmplificationRow> run_report_amplification(AmplificationSpec spec, c
   return rows;
 }
 
+nlohmann::json run_report_gram_stability(const ReportPlan& plan, const SectionOptions& o) {
+  GramStabilitySpec spec = plan.gram;
+  spec.threads = o.threads;
+  spec.progress = o.progress;
+  const auto rows = run_gram_stability(spec);
+  std::string text = csv_line(gram_stability_header());
+  for (const auto& fields : gram_stability_table(rows)) text += csv_line(fields);
+  write_file_atomically(out_path(o, "gram_stability.csv"), text);
+  return gram_stability_stats(spec, rows, gram_stress_summary(out_path(o, "gram_stress.csv"), plan.gram_stress));
+}
+
+void run_report_gram_stress(const ReportPlan& plan, const SectionOptions& o) {
+  GramStressSpec spec = plan.gram_stress;
+  spec.threads = o.threads;
+  spec.progress = o.progress;
+  std::string text = csv_line(gram_stress_header());
+  for (const auto& r : run_gram_stress(spec)) text += csv_line(gram_stress_fields(r));
+  write_file_atomically(out_path(o, "gram_stress.csv"), text);
+}
+
 StepRuns run_report_steps(const ReportPlan& plan, const std::string& grads_dir, const SectionOptions& o) {
   StepRuns steps;
   if (!fs::is_directory(grads_dir) || available_grad_steps(grads_dir) < 1) return steps;

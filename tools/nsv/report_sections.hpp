@@ -22,6 +22,11 @@ SweepOutcome run_report_sweep(const SweepSpec&, const std::string& name, const S
 std::vector<AmplificationRow> run_report_amplification(AmplificationSpec, const SectionOptions&);
 // Every strategy x tp x scale source on the gradients of grads_dir: <out_dir>/step.csv and
 // step.json. Empty (and nothing written) without gradient fixtures.
+// <out_dir>/gram_stability.csv; report.json's section, with the stress-test comparison read from
+// <out_dir>/gram_stress.csv when that file is there.
+nlohmann::json run_report_gram_stability(const ReportPlan&, const SectionOptions&);
+// Dao-AILab's stress test (minutes): <out_dir>/gram_stress.csv.
+void run_report_gram_stress(const ReportPlan&, const SectionOptions&);
 StepRuns run_report_steps(const ReportPlan&, const std::string& grads_dir, const SectionOptions&);
 
 }  // namespace nsv::cli

@@ -183,7 +183,7 @@ nlohmann::json SweepSpec::to_json() const {
   return {{"shapes", shapes}, {"tp", tps}, {"axis", axes}, {"kernel", kernels}, {"strategy", strategies},
           {"dtype", dtypes}, {"steps", steps}, {"spectrum", spectra}, {"reduction_order", orders}, {"coeffs", coeffs}, {"fused", fused},
           {"seeds", seeds}, {"heads", heads}, {"kv_heads", kv_heads}, {"grain", grain}, {"accumulate", accumulate},
-          {"products", products}, {"restart_at", restart_at}};
+          {"products", products}, {"restart_at", parse_restarts(restart_at)}};
 }
 
 SweepRow SweepCase::parameters() const {
@@ -224,7 +224,7 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
   SweepCase c;
   c.ns.accumulate = p.accumulate;
   c.ns.products = p.products;
-  c.ns.restart_at = spec.restart_at;
+  c.ns.restart_at = parse_restarts(spec.restart_at);
   c.grain = spec.grain;
   for (const auto& [rows, cols] : p.shapes)
     for (const auto& sp : p.spectra)

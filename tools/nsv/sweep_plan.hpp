@@ -33,7 +33,7 @@ struct SweepSpec {
   std::int64_t heads = 0, kv_heads = 0, grain = 1;
   std::string accumulate = "fp32";
   std::string products = "symmetric";
-  int restart_at = 2;
+  std::string restart_at = "2";  // one restart list for every case (restarts_text)
 
   nlohmann::json to_json() const;
 };

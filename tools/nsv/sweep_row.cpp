@@ -69,6 +69,10 @@ void read(const std::string& s, std::vector<std::optional<double>>& v) {
   }
 }
 
+// A restart list as the CLI writes it: 2, 2,4,6 or none (one CSV field, quoted where it holds a comma).
+std::string text(const std::vector<int>& v) { return restarts_text(v); }
+void read(const std::string& s, std::vector<int>& v) { v = parse_restarts(s); }
+
 // Enums by the names the library parses and prints.
 std::string text(Kernel v) { return std::string(kernel_name(v)); }
 void read(const std::string& s, Kernel& v) { v = parse_kernel(s); }

@@ -32,7 +32,7 @@ struct SweepRow {
   Products products = Products::symmetric;
   int steps = 0;
   std::string coeffs;  // the schedule's name (CoeffSchedule::name)
-  int restart_at = 0;
+  std::vector<int> restart_at;  // the gram loop's restart list
   int tp = 1, axis = 0;
   std::int64_t grain = 1, heads = 0, kv_heads = 0;
   FusedKind fused = FusedKind::none;  // a fused projection's layout (heads, kv_heads: its query and KV heads)

@@ -1,7 +1,9 @@
 #pragma once
 // The two Newton-Schulz kernels of DeepSpeed (SPEC §1.1-1.2) and their configuration.
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "nsv/coeffs.hpp"
 #include "nsv/dtype.hpp"
@@ -30,11 +32,22 @@ struct NsConfig {
   Accumulate accumulate = Accumulate::fp32;
   Products products = Products::symmetric;
   CoeffSchedule coeffs = builtin_schedule("keller");
-  int restart_at = 2;  // gram only; a value outside 1..steps-1 means "never restart"
+  // gram only: the steps the loop restarts before (X = Q X, then X's Gram matrix afresh, which
+  // drops the rounding the n x n updates gathered since the last (re)start), strictly
+  // increasing. A step outside 1..steps-1 never comes: {}, {0} and {steps} all mean "never".
+  // DeepSpeed restarts once, before step 2; Dao-AILab's gram-newton-schulz takes a list.
+  std::vector<int> restart_at = {2};
   double eps = 1e-7;
 
   void validate() const;  // throws std::invalid_argument naming the bad field
+  // Whether the gram loop restarts before `step` (the one rule the loop and its FLOP count read).
+  bool restarts_before(int step) const;
 };
+
+// A restart list as text: "2", "2,4,6", "none" for the empty list; parse_restarts reads it back
+// (and "none"), throwing std::invalid_argument saying the accepted form.
+std::string restarts_text(const std::vector<int>&);
+std::vector<int> parse_restarts(std::string_view);
 
 // The dtype the Frobenius normalization runs in: the standard kernel normalizes after the cast,
 // in the compute dtype; the gram kernel normalizes before it, in fp32 (fp64 when computing in

@@ -23,16 +23,16 @@ struct Spectrum {
   int scale_exponent = 0;        // every kind: the matrix is multiplied by 2^scale_exponent
   std::string path;              // file
 
-  // gaussian | lowrank:R | powerlaw:ALPHA | file:PATH, as parse_spectrum reads them; the kinds
-  // only the property generators draw print in the same style (ill_conditioned:LOG10_CONDITION,
-  // integer_valued), and a scaled spectrum ends in *2^E.
+  // gaussian | lowrank:R | powerlaw:ALPHA | ill_conditioned:LOG10_CONDITION | file:PATH, as
+  // parse_spectrum reads them; integer_valued, which only the property generators draw, prints
+  // in the same style, and a scaled spectrum ends in *2^E.
   std::string text() const;
 };
 
 // gaussian, lowrank, powerlaw, ill_conditioned, integer_valued, file.
 const char* spectrum_kind_name(Spectrum::Kind);
 
-// Reads gaussian | lowrank:R | powerlaw:ALPHA | file:PATH. Throws std::invalid_argument on a
+// Reads gaussian | lowrank:R | powerlaw:ALPHA | ill_conditioned:LOG10_CONDITION | file:PATH. Throws std::invalid_argument on a
 // malformed name (saying the accepted forms).
 Spectrum parse_spectrum(const std::string&);
 
@@ -40,11 +40,16 @@ Spectrum parse_spectrum(const std::string&);
 Eigen::VectorXd designed_singular_values(const Spectrum&, std::int64_t count);
 
 // An m x n fp32-valued matrix (values rounded to float, as a gradient would be) with the given
-// spectrum: gaussian, lowrank, powerlaw or file, unscaled (the other kinds and scales are the
+// spectrum: gaussian, lowrank, powerlaw, ill_conditioned or file, unscaled (the other kinds and scales are the
 // property generators'; std::invalid_argument). For file:PATH the file's matrix is returned and
 // must have shape m x n unless m and n are 0 (then any shape is accepted).
 MatD make_matrix(const Spectrum&, std::int64_t rows, std::int64_t cols, std::uint64_t seed);
 
 MatD gaussian_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t seed);
+
+// U diag(sigma) V^T in float64, U (rows x k) and V (cols x k) with orthonormal columns drawn
+// from `seed` (k = sigma.size() <= min(rows, cols)): a matrix with exactly these singular values
+// before any rounding.
+MatD matrix_with_singular_values(const Eigen::VectorXd& sigma, std::int64_t rows, std::int64_t cols, std::uint64_t seed);
 
 }  // namespace nsv

@@ -15,7 +15,7 @@ namespace nsv {
 //                num_key_value_heads, head_dim, intermediate_size, num_hidden_layers, vocab_size,
 //                tie_word_embeddings, qkv_bias, family, autotp_rule, deepspeed_commit,
 //                num_experts, expert_intermediate_size, deepspeed_experts (none | expert_parallel)}
-//   ns          {kernel, steps, dtype, accumulate, coeffs, restart_at}
+//   ns          {kernel, steps, dtype, accumulate, coeffs, restart_at (array of steps)}
 //   cost_model  {latency_us, link_gbps, tflops, wire_dtype, formula}
 //   parameters[] one per Muon matrix of a layer, in the family record's order:
 //     name, rows, cols, elements, copies (per layer), expert, fused (none | glm | phi3 | bloom |

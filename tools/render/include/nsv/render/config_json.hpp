@@ -6,7 +6,7 @@
 
 namespace nsv {
 
-// {kernel, steps, dtype, accumulate, products, coeffs, restart_at}
+// {kernel, steps, dtype, accumulate, products, coeffs, restart_at (the restart list, an array)}
 nlohmann::json config_json(const NsConfig&);
 
 }  // namespace nsv
