@@ -83,6 +83,7 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
     }
 
   const auto backend = make_cpu_backend();
+  const CoeffSchedule schedule = resolve_schedule(spec.coeffs);
   std::vector<AmplificationRow> rows(jobs.size());
   std::string error;
   const int threads = spec.threads > 0 ? spec.threads : omp_get_max_threads();
@@ -106,6 +107,7 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
       std_cfg.kernel = Kernel::standard;
       gram_cfg.kernel = Kernel::gram;
       std_cfg.steps = gram_cfg.steps = job.steps;
+      std_cfg.coeffs = gram_cfg.coeffs = schedule;
       const MatD whole_std = newton_schulz(*backend, ga, std_cfg);
       const MatD whole_gram = newton_schulz(*backend, ga, gram_cfg);
       r.whole_amp = rel_diff(newton_schulz(*backend, gb, std_cfg), whole_std) / r.grad_rel;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "amplification.hpp"
+#include "schedule_study.hpp"
 #include "sweep_engine.hpp"
 
 namespace nsv::cli {
@@ -15,9 +16,14 @@ struct ReportPlan {
   std::vector<int> step_tps;
   double step_lr = 0.05, step_momentum = 0.95;  // the seed's Muon settings
   std::vector<int> audit_tps{2, 4, 8};
+  ScheduleStudySpec schedules;  // schedule_study_plan
 };
 
 ReportPlan make_report_plan(bool quick);
+
+// The schedule study as the report runs it: every built-in schedule on small matrices, so that
+// the section takes under a minute on one core.
+ScheduleStudySpec schedule_study_plan(bool quick);
 
 // Every parameter of the plan, for report.json (the prose names shapes, seeds, TP degrees).
 nlohmann::json plan_json(const ReportPlan&);
