@@ -47,9 +47,8 @@ void write_files(const std::vector<ScheduleAmplificationRow>& amp, const Schedul
   std::vector<std::string> header = amplification_header();
   header.insert(header.begin(), "schedule");
   std::string text = csv_line(header);
-  AmplificationSpec a = spec.amplification;
   for (const auto& r : amp) {
-    std::vector<std::string> f = amplification_fields(a, r.row);
+    std::vector<std::string> f = amplification_fields(spec.amplification, r.row);
     f.insert(f.begin(), r.schedule);
     text += csv_line(f);
   }
@@ -82,7 +81,7 @@ json schedule_table(const ScheduleStudySpec& spec) {
 }
 
 // The study's statistics, one row per (schedule, steps) and the extremes the conclusion cites.
-struct Sections {
+struct StudyStats {
   const ScheduleStudySpec& spec;
   const std::vector<SweepRow>& shard;
   const std::vector<ScheduleAmplificationRow>& amp;
@@ -237,7 +236,7 @@ json run_report_schedules(const ScheduleStudySpec& spec, const SectionOptions& o
   const auto bands = schedule_bands(s);
   write_files(amp, s, dist, bands, o);
 
-  const Sections sec{s, shard.rows, amp, dist, bands};
+  const StudyStats sec{s, shard.rows, amp, dist, bands};
   json rows = json::array(), distributed = json::array();
   for (const std::string& name : s.schedule_names())
     for (int k = 1; k <= s.max_steps; ++k) {
