@@ -176,15 +176,22 @@ NSV_PROPERTY(symmetric_products_match_full_products_within_rounding, ()) {
 
 // K8 [bounded]. A 1 x n matrix has a single singular value x = ||g|| / (||g|| + eps), so
 // NS(g) = phi(x) g / ||g|| exactly (n x 1 follows by K1's exact transpose).
+// Premise, as for K2-K4: the output stays in the basin of attraction wherever the rounding-widened
+// band says it must (diverged_where_allowed fails the property otherwise). It is needed since the
+// `cans` schedule: its first step maps x = 1 to 1.9915, 0.0023 below its second step's repelling
+// fixed point 1.9938, so one bf16 rounding of x above 1 (x = 1 + 2^-8) grows to 1e57 in five
+// steps (found by this property: a 1 x 2 bf16 input gave an infinite output).
 NSV_PROPERTY(row_vector_maps_to_its_direction_times_the_scalar_map, ()) {
   const TestMatrix g = *matrices(shapes_of(ShapeKind::row_vector));
   const NsConfig cfg = *any_config();
   const double norm = std::sqrt(g.values.cwiseAbs2().sum());
   RC_PRE(norm > 0.0);
   const MatD expected = g.values * (scalar_map(cfg, norm / (norm + cfg.eps)) / norm);
+  const MatD out = ns(g.values, cfg);
+  if (diverged_where_allowed(g.values, cfg, {&out})) return;
   const Tolerance& tol = tolerance(Claim::vector_closed_form, cfg.kernel, cfg.dtype);
   const double bound = RowVectorErrorBound(cfg, g.values.size()).relative(norm);
-  RC_ASSERT_WITHIN(rel_diff(ns(g.values, cfg), expected), tol.bound(bound), tol.derivation);
+  RC_ASSERT_WITHIN(rel_diff(out, expected), tol.bound(bound), tol.derivation);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

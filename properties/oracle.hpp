@@ -15,6 +15,7 @@
 #include "nsv/backend.hpp"
 #include "nsv/kernels.hpp"
 #include "nsv/metrics.hpp"
+#include "nsv/schedule_theory.hpp"
 
 namespace nsv::props {
 
@@ -40,11 +41,7 @@ inline NsConfig oracle_config(const NsConfig& cfg) { return with_dtype(cfg, DTyp
 inline double own_error(const MatD& g, const NsConfig& cfg) { return rel_diff(ns(g, cfg), ns(g, oracle_config(cfg))); }
 
 // The scalar map NS applies to each normalized singular value: p_k(x) = a x + b x^3 + c x^5 for
-// the schedule's step k, composed over the steps.
-inline double scalar_step(const Coeffs& k, double x) {
-  const double x2 = x * x;
-  return x * (k.a + x2 * (k.b + k.c * x2));
-}
+// the schedule's step k (scalar_step, nsv/schedule_theory.hpp), composed over the steps.
 inline double scalar_map(const NsConfig& cfg, double x) {
   for (int s = 0; s < cfg.steps; ++s) x = scalar_step(cfg.coeffs.at_step(s), x);
   return x;
@@ -69,29 +66,6 @@ inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
 inline Eigen::VectorXd normalized_singular_values(const MatD& g, double eps) {
   const double norm = std::sqrt(g.cwiseAbs2().sum());
   return accurate_singular_values(g) / (norm + eps);
-}
-
-// The image of the interval [lo, hi] under one step's odd quintic, exactly: the extremes are
-// attained at the ends or at the critical points (roots of a + 3b y + 5c y^2 with y = x^2).
-struct Interval {
-  double lo = 0, hi = 0;
-};
-inline Interval image(const Coeffs& k, Interval in) {
-  std::vector<double> xs{in.lo, in.hi};
-  const double disc = 9 * k.b * k.b - 20 * k.a * k.c;
-  if (k.c != 0 && disc >= 0) {
-    for (double y : {(-3 * k.b - std::sqrt(disc)) / (10 * k.c), (-3 * k.b + std::sqrt(disc)) / (10 * k.c)})
-      if (y > 0)
-        for (double x : {std::sqrt(y), -std::sqrt(y)})
-          if (x > in.lo && x < in.hi) xs.push_back(x);
-  }
-  Interval out{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
-  for (double x : xs) {
-    const double y = scalar_step(k, x);
-    out.lo = std::min(out.lo, y);
-    out.hi = std::max(out.hi, y);
-  }
-  return out;
 }
 
 }  // namespace nsv::props
@@ -148,7 +122,7 @@ inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eige
   const double norm_sum_error = std::sqrt(static_cast<double>(x.size() * inner_dim)) * unit_roundoff(DType::fp64) / 2;
   // the input's singular values come from the same SVD: the same slack on them
   const double svd_slack_in = static_cast<double>(inner_dim) * kLongDoubleUnitRoundoff * (x.size() ? x.maxCoeff() : 0.0);
-  std::vector<Interval> iv;
+  std::vector<ScalarInterval> iv;
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     const double w = with_rounding ? x(i) * (3 * u_norm + norm_sum_error) + u + svd_slack_in : 0.0;
     iv.push_back({std::max(0.0, x(i) - w), x(i) + w});
@@ -161,9 +135,7 @@ inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eige
     const bool gram_loop = cfg.kernel == Kernel::gram && x.size() > 0 && !square;
     const double delta = !with_rounding ? 0.0 : (gram_loop ? std::max(kappa_u, std::sqrt(kappa_u)) * h : kappa_u * h);
     for (auto& i : iv) {
-      Interval y = image(k, i);
-      // singular values are |p(x)|: fold the image onto the non-negative axis
-      Interval folded = y.lo >= 0 ? y : (y.hi <= 0 ? Interval{-y.hi, -y.lo} : Interval{0.0, std::max(-y.lo, y.hi)});
+      const ScalarInterval folded = singular_value_image(k, i);  // singular values are |p(x)|
       i = {std::max(0.0, folded.lo - delta), folded.hi + delta};
     }
   }
@@ -233,21 +205,9 @@ inline double ns_conditioning(const Eigen::VectorXd& x, const NsConfig& cfg, boo
 
 namespace nsv::props {
 
-// The repelling fixed point of one step's quintic: the largest x > 0 with p(x) = x, beyond
-// which p(x) > x and the iteration only grows (keller 1.264, you's last triple 1.250,
-// polar_express's last 1.528). +inf when there is none.
-inline double repelling_fixed_point(const Coeffs& k) {
-  // p(x) = x  <=>  c y^2 + b y + (a - 1) = 0 with y = x^2
-  double best = -1.0;
-  if (k.c != 0.0) {
-    const double disc = k.b * k.b - 4 * k.c * (k.a - 1);
-    if (disc >= 0)
-      for (double y : {(-k.b + std::sqrt(disc)) / (2 * k.c), (-k.b - std::sqrt(disc)) / (2 * k.c)})
-        if (y > 0) best = std::max(best, std::sqrt(y));
-  }
-  return best > 0 ? best : std::numeric_limits<double>::infinity();
-}
-
+// The repelling fixed point of a step (repelling_fixed_point, nsv/schedule_theory.hpp): keller
+// 1.264, you's last triple 1.250, polar_express's last 1.528, cubic5's last 1.829.
+//
 // An NS output that left the basin of attraction: non-finite, or a singular value above the
 // last step's repelling fixed point (once there, every further step only grows it).
 inline bool diverged(const MatD& out, const NsConfig& cfg) {

@@ -4,7 +4,7 @@
 Usage: /usr/bin/python3 tools/plot_report.py reports/
 
 Reads   report.json (the strategy table: names, and the baseline), sweep.csv, aspect_sweep.csv,
-        spectrum_sweep.csv, amplification.csv, step.csv, audit/*.json
+        spectrum_sweep.csv, amplification.csv, step.csv, audit/*.json, schedule_*.csv
 Writes  figures/<name>.png and figures/<name>.svg for each figure whose input exists, and
         figures/index.json (name -> title, inputs).
 
@@ -478,6 +478,70 @@ def step_time_vs_tp(figs, out_dir, strategies):
     figs.save(fig, "step_time_vs_tp", "estimated optimizer-step time per strategy vs tp", ["audit/*.json"])
 
 
+def schedules(figs, out_dir):
+    """§6c: every built-in coefficient schedule over NS steps (schedule_*.csv)."""
+    sweep = read_csv(os.path.join(out_dir, "schedule_sweep.csv"))
+    amp = read_csv(os.path.join(out_dir, "schedule_amplification.csv"))
+    bands = read_csv(os.path.join(out_dir, "schedule_bands.csv"))
+    if not sweep or not amp or not bands:
+        return
+    names = ordered_unique(r["coeffs"] for r in sweep)
+    # schedules that share their first steps (keller and deepseekv4, you and quintic) overlap:
+    # alternate solid and dashed lines so that both stay visible
+    style = {n: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)], "-" if i % 2 == 0 else "--") for i, n in enumerate(names)}
+    steps = sorted({int(r["steps"]) for r in sweep})
+    tp_max = max(int(r["tp"]) for r in sweep)
+    low = ordered_unique(r["spectrum"] for r in sweep)[-1]
+    x_min = min(float(r["x_min"]) for r in bands)
+    band = {(r["schedule"], int(r["ns_steps"])): r for r in bands if float(r["x_min"]) == x_min}
+
+    def in_basin(name, k):
+        """False from the step after the band first crossed the next step's repelling fixed point."""
+        return all(float(band[(name, j)]["band_hi"]) <= float(band[(name, j + 1)]["repelling_fixed_point"]) for j in range(1, k))
+
+    def shard(name, spectrum):
+        return [mean(float(r["rel_diff_mean"]) for r in sweep if r["coeffs"] == name and r["spectrum"] == spectrum
+                     and int(r["tp"]) == tp_max and int(r["steps"]) == k) for k in steps]
+
+    def amp_series(name, column, absolute):
+        sel = [r for r in amp if r["schedule"] == name and r["spectrum"] == "gaussian"]
+        return [mean(float(r[column]) * (float(r["grad_rel_diff"]) if absolute else 1.0)
+                     for r in sel if int(r["ns_steps"]) == k) for k in steps]
+
+    panels = [
+        (f"shard vs whole, Gaussian, tp={tp_max}", lambda n: shard(n, "gaussian"), "linear"),
+        (f"shard vs whole, {low}, tp={tp_max}", lambda n: shard(n, low), "linear"),
+        ("whole-matrix fp32 vs fp64 (rel.)", lambda n: amp_series(n, "kernel_err_standard_amp", True), "log"),
+        ("gram_allreduce vs whole (rel.)", lambda n: amp_series(n, "gram_allreduce_vs_whole_amp", True), "log"),
+        ("reduction-order amplification, Gaussian (×)", lambda n: amp_series(n, "whole_amp", False), "log"),
+        (f"band of [{x_min:g}, 1]: lowest / highest singular value", None, "linear"),
+    ]
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8.2))
+    for ax, (title, series, scale) in zip(axes.flat, panels):
+        for n in names:
+            color, marker, line = style[n]
+            ks = [k for k in steps if in_basin(n, k)]
+            if series is None:
+                ax.plot(ks, [float(band[(n, k)]["band_hi"]) for k in ks], line, color=color, marker=marker, ms=4, label=n)
+                ax.plot(ks, [float(band[(n, k)]["band_lo"]) for k in ks], ":", color=color, marker=marker, ms=3)
+            else:
+                ys = series(n)
+                ax.plot(ks, [ys[steps.index(k)] for k in ks], line, color=color, marker=marker, ms=4, label=n)
+        ax.set_yscale(scale)
+        ax.set_xticks(steps)
+        ax.set_xlabel("Newton-Schulz steps")
+        ax.set_title(title)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.suptitle("Every published coefficient schedule under sharding: shard diverges under all of them; the "
+                 "all-reduce strategy stays at the kernel's own fp32 error\n(a schedule is drawn only while its "
+                 "rounding-free band stays in the basin of attraction: cubic5 leaves it when cycled past 5 steps)",
+                 fontsize=11)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=len(names), fontsize=9, frameon=False)
+    figs.save(fig, "schedules", "coefficient schedules under sharding, over NS steps",
+              ["schedule_sweep.csv", "schedule_amplification.csv", "schedule_bands.csv"])
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -501,6 +565,7 @@ def main(argv):
         gram_stability(figs, read_csv(os.path.join(out_dir, "gram_stability.csv")), json.load(f))
     bytes_vs_tp(figs, sweep, strategies)
     step_time_vs_tp(figs, out_dir, strategies)
+    schedules(figs, out_dir)
     figs.write_index()
     if not figs.index:
         print(f"no report data in {out_dir}: nothing to draw")

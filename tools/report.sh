@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, and writes reports/ with `nsv report`: the
 # CSV/JSON data and report.json, then the figures (tools/plot_report.py, matplotlib) and
-# README.md rendered from report.json (tools/report/render_report.py, Jinja2).
+# README.md rendered from report.json (tools/report/render_report.py, Jinja2); then reports/mpi/
+# (tools/mpi_orders.sh).
 # Extra arguments go to `nsv report` (e.g. --quick, --out-dir DIR).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$repo/tools/setup.sh"
 build="${NSV_BUILD_DIR:-$repo/build}"
 cd "$repo"
-exec "$build/tools/nsv/nsv" report "$@"
+"$build/tools/nsv/nsv" report "$@"
+# Open MPI's all-reduce algorithms against the simulated orders -> reports/mpi/ (about a minute).
+NSV_BUILD_DIR="$build" "$repo/tools/mpi_orders.sh"

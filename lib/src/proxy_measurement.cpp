@@ -93,10 +93,12 @@ MuonParam scaled_down(const MuonParam& p, std::int64_t max_elements, ShardDiverg
 // singular values.
 NsConfig first_step_prescaled(const NsConfig& cfg, double s) {
   NsConfig run_cfg = cfg;
-  std::vector<Coeffs> triples = cfg.coeffs.triples;
-  if (triples.size() == 1) triples.push_back(triples[0]);
+  // every step's triple written out (a cycling schedule would otherwise reuse the edited first
+  // one), and one more so that the first is never the one repeated
+  std::vector<Coeffs> triples = cfg.coeffs.expanded(std::max(cfg.steps, 2)).triples;
   triples[0] = {triples[0].a / s, triples[0].b / (s * s * s), triples[0].c / (s * s * s * s * s)};
   run_cfg.coeffs.triples = std::move(triples);
+  run_cfg.coeffs.after_last = AfterLast::repeat_last;
   run_cfg.coeffs.name = cfg.coeffs.name + " (first step prescaled by 1/" + fmt::format("{:.4g}", s) + ")";
   return run_cfg;
 }

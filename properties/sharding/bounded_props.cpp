@@ -124,7 +124,7 @@ double phi_lipschitz(const NsConfig& cfg) {
     for (int s = 0; s < cfg.steps; ++s) {
       const Coeffs& k = cfg.coeffs.at_step(s);
       d *= k.a + x * x * (3 * k.b + 5 * k.c * x * x);
-      x = props::scalar_step(k, x);
+      x = scalar_step(k, x);
     }
     lip = std::max(lip, std::abs(d));
   }

@@ -27,7 +27,8 @@ def config(kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="sy
     dtype       compute dtype: "fp64" | "fp32" | "bf16" | "fp16"
     accumulate  GEMM accumulation: "fp32" (tensor cores, cuBLAS) | "compute" (PyTorch's CPU bf16/fp16 GEMM)
     products    "symmetric" (upper triangle of the n x n products, mirrored) | "full" (PyTorch's bits)
-    coeffs      "keller" | "you" | "polar_express" | a file of "a b c" lines
+    coeffs      a built-in schedule ("keller", "you", "quintic", "polar_express", "cans", "aol", "deepseekv4",
+                "cubic5"; Emerging-Optimizers' "simple" = "keller") | a file of "a b c" lines
     restart_at  gram kernel: the steps it restarts before, an int or an increasing list (2, [2, 4, 6],
                 "2,4,6"; steps outside 1..steps-1, [] or "none": never)
     """

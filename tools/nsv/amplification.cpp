@@ -82,6 +82,7 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
     }
 
   const auto backend = make_cpu_backend();
+  const CoeffSchedule schedule = resolve_schedule(spec.coeffs);
   std::vector<AmplificationRow> rows(jobs.size());
   run_parallel_jobs(jobs.size(), spec.threads, "amplification study", spec.progress, [&](std::size_t j) {
     const Job& job = jobs[j];
@@ -98,6 +99,7 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
     std_cfg.kernel = Kernel::standard;
     gram_cfg.kernel = Kernel::gram;
     std_cfg.steps = gram_cfg.steps = job.steps;
+    std_cfg.coeffs = gram_cfg.coeffs = schedule;
     const MatD whole_std = newton_schulz(*backend, ga, std_cfg);
     const MatD whole_gram = newton_schulz(*backend, ga, gram_cfg);
     r.whole_amp = rel_diff(newton_schulz(*backend, gb, std_cfg), whole_std) / r.grad_rel;

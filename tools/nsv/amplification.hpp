@@ -24,6 +24,7 @@ struct AmplificationSpec {
   std::vector<std::string> spectra{"gaussian", "lowrank:16"};
   std::vector<int> axes{0, 1};
   int seeds = 3, tp = 4, max_steps = 5;
+  std::string coeffs = "keller";  // the schedule of every NS run (a built-in name or a file)
   int threads = 0;
   bool progress = true;
 };

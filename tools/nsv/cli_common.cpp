@@ -5,6 +5,12 @@
 
 namespace nsv::cli {
 
+std::string schedule_choices(const std::string& sep) {
+  std::string out;
+  for (const std::string& name : builtin_schedule_names()) out += (out.empty() ? "" : sep) + name;
+  return out;
+}
+
 void NsOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--kernel", kernel, "Newton-Schulz kernel: standard | gram")->check(CLI::IsMember({"standard", "gram"}))->capture_default_str();
   cmd.add_option("--steps", steps, "number of NS steps")->check(CLI::Range(0, 1000))->capture_default_str();
@@ -15,7 +21,7 @@ void NsOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--products", products,
                  "n x n products: symmetric (upper triangle, mirrored; fast) | full (both triangles, PyTorch's bits)")
       ->check(CLI::IsMember({"symmetric", "full"}))->capture_default_str();
-  cmd.add_option("--coeffs", coeffs, "coefficient schedule: keller | you | polar_express | FILE of 'a b c' lines")->capture_default_str();
+  cmd.add_option("--coeffs", coeffs, "coefficient schedule: " + schedule_choices(" | ") + " | FILE of 'a b c' lines (the last triple repeats)")->capture_default_str();
   cmd.add_option("--restart-at", restart_at,
                  "gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (steps outside 1..steps-1, or none: never)")
       ->check(restart_list())->capture_default_str();

@@ -26,6 +26,9 @@ struct NsOptions {
   NsConfig config() const;  // throws std::invalid_argument with a message naming the flag
 };
 
+// The built-in schedule names joined by `sep` (the --coeffs help, from the record table).
+std::string schedule_choices(const std::string& sep);
+
 // A matrix from --input FILE.npy, or generated from --shape RxC --spectrum S --seed N.
 struct MatrixSource {
   std::string input, shape, spectrum = "gaussian";

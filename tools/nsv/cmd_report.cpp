@@ -10,6 +10,8 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@
 #include "report_audits.hpp"
 #include "report_diagnosis.hpp"
 #include "report_plan.hpp"
+#include "report_schedules.hpp"
 #include "report_sections.hpp"
 #include "report_stats.hpp"
 
@@ -86,7 +89,7 @@ struct ReportCommand {
   std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, python = "/usr/bin/python3",
               plot_script = "tools/plot_report.py", render_script = "tools/report/render_report.py";
   bool quick = false, quiet = false, no_plots = false, resume = false, audits_only = false;
-  std::string only;  // --only SECTION: one section rerun into an existing report
+  std::string only;  // --only SECTION (partial_sections); --audits-only is --only audits
   int threads = 0;
 
   json report;  // report.json
@@ -115,52 +118,55 @@ struct ReportCommand {
     if (!quiet) std::fprintf(stderr, "nsv report: %s done in %.1f s\n", what.c_str(), s);
   }
 
-  // --audits-only: the audits into an existing report (report.json's other sections kept), then
-  // the figures and README.md again.
-  void run_audits_only() {
-    const std::string path = (fs::path(out_dir) / "report.json").string();
-    report = json::parse(read_input_file(path, "report"));
-    report["audits"] = run_report_audits(models, make_report_plan(quick).audit_tps, out_dir);
-    write_report_json();
-    report["run"]["plot_note"] = run_plots();
-    write_report_json();
-    render_readme();
-    std::printf("wrote %s/audit/ and %s/README.md\n", out_dir.c_str(), out_dir.c_str());
+  SectionOptions section_options() const { return {out_dir, resume, !quiet, threads}; }
+
+  // The sections --only can rerun on their own: the report.json object each writes, and how.
+  // gram_stress reruns Dao-AILab's stress test (minutes) before the Gram stability section, which
+  // reads its CSV.
+  struct PartialSection {
+    std::string key;
+    std::function<json(const ReportCommand&, const ReportPlan&)> run;
+  };
+  static const std::map<std::string, PartialSection>& partial_sections() {
+    static const std::map<std::string, PartialSection> sections = {
+        {"audits", {"audits", [](const ReportCommand& c, const ReportPlan& p) { return run_report_audits(c.models, p.audit_tps, c.out_dir); }}},
+        {"schedules", {"schedules", [](const ReportCommand& c, const ReportPlan& p) { return run_report_schedules(p.schedules, c.section_options()); }}},
+        {"gram_stability", {"gram_stability", [](const ReportCommand& c, const ReportPlan& p) { return run_report_gram_stability(p, c.section_options()); }}},
+        {"gram_stress", {"gram_stability", [](const ReportCommand& c, const ReportPlan& p) {
+                           run_report_gram_stress(p, c.section_options());
+                           return run_report_gram_stability(p, c.section_options());
+                         }}},
+    };
+    return sections;
   }
 
-  // --only gram_stability | gram_stress: that section into an existing report (its other sections
-  // kept), then the figures and README.md again. gram_stress reruns Dao-AILab's stress test (minutes)
-  // before the stability section, which reads its CSV.
+  // --only SECTION: that section into an existing report (report.json's other sections kept),
+  // then the figures and README.md again.
   void run_only() {
     const std::string path = (fs::path(out_dir) / "report.json").string();
     report = json::parse(read_input_file(path, "report"));
     const ReportPlan plan = make_report_plan(quick);
-    const SectionOptions o{out_dir, resume, !quiet, threads};
-    auto t0 = Clock::now();
-    if (only == "gram_stress") {
-      run_report_gram_stress(plan, o);
-      section_time("Dao-AILab Gram NS stress test", t0);
-      t0 = Clock::now();
-    }
-    report["gram_stability"] = run_report_gram_stability(plan, o);
-    report["plan"]["gram_stability"] = plan.gram.to_json();
-    section_time("Gram NS stability study", t0);
+    const auto t0 = Clock::now();
+    const PartialSection& section = partial_sections().at(only);
+    report[section.key] = section.run(*this, plan);
+    report["plan"] = plan_json(plan);
+    section_time(only + " (--only)", t0);
     write_report_json();
     report["run"]["plot_note"] = run_plots();
     write_report_json();
     render_readme();
-    std::printf("wrote the %s section into %s/report.json and %s/README.md\n", only.c_str(), out_dir.c_str(), out_dir.c_str());
+    std::printf("wrote the %s section and %s/README.md\n", only.c_str(), out_dir.c_str());
   }
 
   void run() {
-    if (audits_only) return run_audits_only();
+    if (audits_only) only = "audits";
     if (!only.empty()) return run_only();
     const ReportPlan plan = make_report_plan(quick);
     // Check every input before writing anything.
     for (const SweepSpec* s : {&plan.main, &plan.seed, &plan.aspect, &plan.spectrum}) plan_sweep(*s);
     fs::create_directories(out_dir);
     if (!fs::is_directory(out_dir)) throw std::invalid_argument("--out-dir " + out_dir + " is not a folder");
-    const SectionOptions o{out_dir, resume, !quiet, threads};
+    const SectionOptions o = section_options();
     report = {{"schema", "nsv.report/1"}, {"run", {{"timings", json::array()}}}, {"strategies", strategy_table()},
               {"plan", plan_json(plan)}};
 
@@ -178,6 +184,9 @@ struct ReportCommand {
     t0 = Clock::now();
     report["gram_stability"] = run_report_gram_stability(plan, o);
     section_time("Gram NS stability study", t0);
+    t0 = Clock::now();
+    report["schedules"] = run_report_schedules(plan.schedules, o);
+    section_time("coefficient schedules under sharding", t0);
     t0 = Clock::now();
     const StepRuns steps = run_report_steps(plan, grads, o);
     section_time("real-gradient Muon step", t0);
@@ -210,7 +219,7 @@ struct ReportCommand {
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
 
   void write_report_json() {
-    if (!audits_only && only.empty()) report["run"]["seconds"] = elapsed();  // a partial rerun keeps the full run's time
+    if (only.empty()) report["run"]["seconds"] = elapsed();  // --only keeps the full run's time
     write_file_atomically((fs::path(out_dir) / "report.json").string(), report.dump(1) + "\n");
   }
 
@@ -270,11 +279,13 @@ void add_report_command(CLI::App& app) {
   cmd->add_flag("--resume", st->resume, "continue interrupted sweeps from the CSVs already in --out-dir");
   cmd->add_flag("--audits-only", st->audits_only,
                 "rerun only the model audits into the report already in --out-dir (its report.json kept otherwise), "
-                "then redraw the figures and README.md");
+                "then redraw the figures and README.md (= --only audits)");
+  std::vector<std::string> sections;
+  for (const auto& [name, run] : ReportCommand::partial_sections()) sections.push_back(name);
   cmd->add_option("--only", st->only,
-                  "rerun one section into the report already in --out-dir (report.json's other sections kept), then redraw "
-                  "the figures and README.md: gram_stability, or gram_stress (Dao-AILab's stress test, minutes, then gram_stability)")
-      ->check(CLI::IsMember({"gram_stability", "gram_stress"}));
+                  "rerun only this section into the report already in --out-dir (its report.json kept otherwise), "
+                  "then redraw the figures and README.md")
+      ->check(CLI::IsMember(sections));
   cmd->add_option("--threads", st->threads, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")->check(thread_count());
   cmd->add_flag("--quiet", st->quiet, "no progress output");
   cmd->callback([st] { st->run(); });

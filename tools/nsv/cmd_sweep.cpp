@@ -113,7 +113,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--reduction-order", s.orders,
                   "all-reduce orders: rank,reverse,ring,tree,ompi_ring (only the all-reduce strategies vary with it)")
       ->delimiter(',')->capture_default_str();
-  cmd->add_option("--coeffs", s.coeffs, "coefficient schedules: keller,you,polar_express,FILE")->delimiter(',')->capture_default_str();
+  cmd->add_option("--coeffs", s.coeffs, "coefficient schedules: " + schedule_choices(",") + ",FILE")->delimiter(',')->capture_default_str();
   cmd->add_option("--fused", s.fused,
                   "fused projections cut as AutoTP cuts them (dim-0 cases only): none,qkv:glm,qkv:qwen,qkv:phi3,qkv:bloom,"
                   "qkv:bigcode ([Q;K;V] of --heads query and --kv-heads KV heads),gate_up ([gate;up], no heads)")

@@ -47,7 +47,31 @@ ReportPlan make_report_plan(bool quick) {
     p.gram.seeds = 1;
     p.gram.short_sides = {2, 8};
   }
+  p.schedules = schedule_study_plan(quick);
   return p;
+}
+
+ScheduleStudySpec schedule_study_plan(bool quick) {
+  ScheduleStudySpec s;
+  s.max_steps = 10;
+  s.shard.shapes = {"128x256"};
+  s.shard.tps = quick ? std::vector<int>{2, 8} : std::vector<int>{2, 4, 8};
+  s.shard.axes = {0, 1};
+  s.shard.kernels = {"standard"};
+  s.shard.strategies = {"shard"};
+  s.shard.spectra = {"gaussian", "lowrank:8"};
+  s.shard.seeds = 1;
+  s.shard.coeffs = s.schedule_names();
+  s.shard.steps.clear();
+  for (int k = 1; k <= s.max_steps; ++k) s.shard.steps.push_back(k);
+  s.amplification.rows = 128;
+  s.amplification.cols = 256;
+  s.amplification.spectra = {"gaussian", "lowrank:8"};
+  s.amplification.axes = {1};
+  s.amplification.seeds = 1;
+  s.amplification.tp = 4;
+  s.megatron_seeds = quick ? 2 : 4;
+  return s;
 }
 
 nlohmann::json plan_json(const ReportPlan& p) {
@@ -61,7 +85,8 @@ nlohmann::json plan_json(const ReportPlan& p) {
             {"max_steps", a.max_steps}}},
           {"step", {{"tp", p.step_tps}, {"lr", p.step_lr}, {"momentum", p.step_momentum}}},
           {"audit", {{"tp", p.audit_tps}}},
-          {"gram_stability", p.gram.to_json()}};
+          {"gram_stability", p.gram.to_json()},
+          {"schedules", p.schedules.to_json()}};
 }
 
 }  // namespace nsv::cli

@@ -7,6 +7,7 @@
 #include "amplification.hpp"
 #include "gram_stability.hpp"
 #include "gram_stress.hpp"
+#include "schedule_study.hpp"
 #include "sweep_engine.hpp"
 
 namespace nsv::cli {
@@ -19,9 +20,14 @@ struct ReportPlan {
   std::vector<int> audit_tps{2, 4, 8};
   GramStabilitySpec gram;  // the Gram NS stability study
   GramStressSpec gram_stress;  // Dao-AILab's stress test (nsv report --only gram_stress: slow, its CSV is kept)
+  ScheduleStudySpec schedules;  // schedule_study_plan
 };
 
 ReportPlan make_report_plan(bool quick);
+
+// The schedule study as the report runs it: every built-in schedule on small matrices, so that
+// the section takes under a minute on one core.
+ScheduleStudySpec schedule_study_plan(bool quick);
 
 // Every parameter of the plan, for report.json (the prose names shapes, seeds, TP degrees).
 nlohmann::json plan_json(const ReportPlan&);

@@ -77,15 +77,18 @@ def render(rows, version):
     conclusions = []
     for a in algorithms:
         orders = sorted({r["matching_orders"] for r in a["rows"].values() if r["tp"] >= 3})
-        conclusions.append(f"{a['name']} (K = {a['k']}) is " + " / ".join(f"`{o}`" for o in orders))
+        conclusions.append(f"{a['name']} (K = {a['k']}) " + " or ".join(
+            "none" if o == "none" else " = ".join(f"`{x}`" for x in o.split()) for o in orders))
     unmatched = [f"{r['name']} (K = {r['algorithm']}) at tp {r['tp']} with {r['elements']} elements" for r in from_3
                  if r["matching_orders"] == "none"]
+    nccl_ring_matches = any("ring" in r["matching_orders"].split() for r in from_3)
     only_reduce_bcast = all(r["name"] == "nonoverlapping" for r in from_3 if r["matching_orders"] == "none")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     return env.get_template("mpi_orders.md.j2").render(
         mpi=version, orders=ORDERS, columns=columns, algorithms=algorithms, matched_cells=len(matched),
-        cells_from_3=len(from_3), conclusions=conclusions, unmatched=unmatched, only_reduce_bcast=only_reduce_bcast)
+        cells_from_3=len(from_3), conclusions=conclusions, unmatched=unmatched, only_reduce_bcast=only_reduce_bcast,
+        nccl_ring_matches=nccl_ring_matches)
 
 
 if __name__ == "__main__":
