@@ -26,6 +26,7 @@
 #include "report_plan.hpp"
 #include "report_sections.hpp"
 #include "report_stats.hpp"
+#include "report_training.hpp"
 
 namespace nsv::cli {
 namespace fs = std::filesystem;
@@ -34,7 +35,8 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const std::string kDefaultGrads = "fixtures/grads", kDefaultModels = "fixtures/models", kDefaultRuns = "fixtures/runs";
+const std::string kDefaultGrads = "fixtures/grads", kDefaultModels = "fixtures/models", kDefaultRuns = "fixtures/runs",
+                  kDefaultTraining = "fixtures/training";
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") == std::string::npos)
@@ -83,7 +85,8 @@ json strategy_table() {
 }
 
 struct ReportCommand {
-  std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, python = "/usr/bin/python3",
+  std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, training = kDefaultTraining,
+              only, python = "/usr/bin/python3",
               plot_script = "tools/plot_report.py", render_script = "tools/report/render_report.py";
   bool quick = false, quiet = false, no_plots = false, resume = false, audits_only = false;
   int threads = 0;
@@ -100,6 +103,7 @@ struct ReportCommand {
     if (grads != kDefaultGrads) c += " --grads " + shell_quote(grads);
     if (models != kDefaultModels) c += " --models " + shell_quote(models);
     if (runs != kDefaultRuns) c += " --runs " + shell_quote(runs);
+    if (training != kDefaultTraining) c += " --training " + shell_quote(training);
     if (no_plots) c += " --no-plots";
     if (threads > 0) c += " --threads " + std::to_string(threads);
     return c;
@@ -124,8 +128,25 @@ struct ReportCommand {
     std::printf("wrote %s/audit/ and %s/README.md\n", out_dir.c_str(), out_dir.c_str());
   }
 
+  // --only training: that section into an existing report (report.json's other sections kept),
+  // then the figures and README.md again.
+  void run_only() {
+    const std::string path = (fs::path(out_dir) / "report.json").string();
+    report = json::parse(read_input_file(path, "report"));
+    const auto t0 = Clock::now();
+    report["training"] = training_stats(run_report_training(make_report_plan(quick), training, {out_dir, false, !quiet, threads}));
+    section_time("gradients from training (--only training)", t0);
+    write_report_json();
+    report["run"]["plot_note"] = run_plots();
+    write_report_json();
+    render_readme();
+    std::printf("wrote %s/training.csv and %s/README.md\n", out_dir.c_str(), out_dir.c_str());
+  }
+
   void run() {
+    if (audits_only && !only.empty()) throw std::invalid_argument("give either --audits-only or --only, not both");
     if (audits_only) return run_audits_only();
+    if (!only.empty()) return run_only();
     const ReportPlan plan = make_report_plan(quick);
     // Check every input before writing anything.
     for (const SweepSpec* s : {&plan.main, &plan.seed, &plan.aspect, &plan.spectrum}) plan_sweep(*s);
@@ -155,6 +176,9 @@ struct ReportCommand {
     t0 = Clock::now();
     report["diagnosis"] = run_report_diagnosis(runs, (fs::path(models) / "tiny-llama.json").string(), out_dir);
     section_time("diagnosis of the training-run dumps", t0);
+    t0 = Clock::now();
+    report["training"] = training_stats(run_report_training(plan, training, o));
+    section_time("gradients from training", t0);
 
     report["seed_tables"] = seed_table_stats(seed.rows);
     report["strategy_checks"] = strategy_check_stats(main.rows, main.skipped);
@@ -178,7 +202,7 @@ struct ReportCommand {
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
 
   void write_report_json() {
-    if (!audits_only) report["run"]["seconds"] = elapsed();  // --audits-only keeps the full run's time
+    if (!audits_only && only.empty()) report["run"]["seconds"] = elapsed();  // one section keeps the full run's time
     write_file_atomically((fs::path(out_dir) / "report.json").string(), report.dump(1) + "\n");
   }
 
@@ -231,6 +255,11 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--grads", st->grads, "real-gradient fixtures (tools/make_grads.py)")->capture_default_str();
   cmd->add_option("--models", st->models, "model configs for `nsv audit` (*.json)")->capture_default_str();
   cmd->add_option("--runs", st->runs, "training-run dumps for `nsv diagnose` (tools/make_grads.py --runs)")->capture_default_str();
+  cmd->add_option("--training", st->training, "gradients dumped during training (tools/make_grads.py --train)")->capture_default_str();
+  cmd->add_option("--only", st->only,
+                  "rerun only this section into the report already in --out-dir (its report.json kept otherwise), "
+                  "then redraw the figures and README.md")
+      ->check(CLI::IsMember({"training"}));
   cmd->add_option("--python", st->python, "Python with matplotlib (figures) and Jinja2 (README.md)")->capture_default_str();
   cmd->add_option("--plot-script", st->plot_script, "the plotting script")->capture_default_str();
   cmd->add_option("--render-script", st->render_script, "the README renderer")->capture_default_str();
