@@ -40,6 +40,11 @@ Outputs (under --out, default fixtures/grads):
     weights/<name>.npy       the initial weights of the same matrices
     grads.json               how they were made (seed, dims, losses, shapes, torch version, command)
 for name in q_proj k_proj v_proj o_proj gate_proj up_proj down_proj (layer 0).
+
+--runs DIR: Muon training runs at tp = 1, 2, 4 dumped for `nsv diagnose` (tools/muon_runs.py).
+--train DIR: this model and a 4-layer one trained with Muon (AdamW for the rest) for 300 steps on
+Debian's license texts, their gradients dumped at steps 0, 10, 100, 300 (tools/train_muon.py; the
+checked-in fixtures/training). The default outputs above are unchanged by either.
 """
 
 import argparse
@@ -97,7 +102,19 @@ def parse_args(argv=None):
     p.add_argument("--tps", default="2,4", help="--runs: tensor-parallel degrees (default: %(default)s)")
     p.add_argument("--dump-params", default="q_proj,o_proj",
                    help="--runs: the matrices to dump (default: %(default)s)")
-    p.add_argument("--muon-lr", type=float, default=0.02, help="--runs: Muon learning rate (default: %(default)s)")
+    p.add_argument("--muon-lr", type=float, default=0.02, help="--runs, --train: Muon learning rate (default: %(default)s)")
+    p.add_argument("--train", metavar="DIR",
+                   help=("instead of gradients: train the 1-layer model and a 4-layer one with Muon on Debian's license "
+                         "texts and dump gradients during training into DIR (tools/train_muon.py; e.g. fixtures/training)"))
+    p.add_argument("--train-steps", type=int, default=300, help="--train: optimizer steps (default: %(default)s)")
+    p.add_argument("--dump-at", default="0,10,100,300",
+                   help="--train: the steps whose gradients are dumped (default: %(default)s)")
+    p.add_argument("--train-batch", type=int, default=8, help="--train: sequences per batch (default: %(default)s)")
+    p.add_argument("--train-seq-len", type=int, default=128, help="--train: tokens per sequence (default: %(default)s)")
+    p.add_argument("--adam-lr", type=float, default=3e-3,
+                   help="--train: AdamW learning rate of the embedding, norms and lm_head (default: %(default)s)")
+    p.add_argument("--llama4-layer", type=int, default=3,
+                   help="--train: the layer of the 4-layer model whose gradients are dumped (default: %(default)s)")
     return p.parse_args(argv)
 
 
@@ -119,10 +136,10 @@ def import_torch():
     return torch
 
 
-def build_model(torch):
+def build_model(torch, dims=DIMS):
     nn = torch.nn
     F = torch.nn.functional
-    d = DIMS
+    d = dims
     H, hd, D = d["num_attention_heads"], d["head_dim"], d["hidden_size"]
     KV = d["num_key_value_heads"]
 
@@ -218,6 +235,12 @@ def init_weights(torch, model, gen, std):
                 m.weight.copy_(torch.randn(m.weight.shape, generator=gen, dtype=torch.float32) * std)
 
 
+def command_line(argv):
+    """The command as run from the repository root."""
+    return " ".join(shlex.quote(a) for a in
+                    [sys.executable, "tools/make_grads.py"] + list(argv if argv is not None else sys.argv[1:]))
+
+
 def sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -245,6 +268,10 @@ def main(argv=None):
 
     if args.runs:
         return write_runs(args, argv, torch, np, model)
+    if args.train:
+        import train_muon
+        os.makedirs(args.train, exist_ok=True)
+        return train_muon.run_training(torch, np, build_model, init_weights, DIMS, args, command_line(argv))
 
     os.makedirs(args.out, exist_ok=True)
     files = {}
@@ -282,9 +309,7 @@ def main(argv=None):
                     p.add_(p.grad, alpha=-args.lr)
         print("step %d  loss %.6f" % (step, losses[-1]))
 
-    # The command as run from the repository root.
-    cmd = " ".join(shlex.quote(a) for a in
-                   [sys.executable, "tools/make_grads.py"] + list(argv if argv is not None else sys.argv[1:]))
+    cmd = command_line(argv)
     meta = dict(
         description=("Gradients of layer 0's seven Muon matrices of a minimal 1-layer Llama "
                      "decoder (tools/make_grads.py), float32 C-order .npy, shape [out, in]."),
@@ -346,8 +371,7 @@ def write_runs(args, argv, torch, np, model):
     beta = 0.95
     files, losses = muon_runs.make_runs(torch, np, model, DIMS, MUON_NAMES, batches, args.runs, args.muon_lr, beta,
                                         dump_params, tps)
-    cmd = " ".join(shlex.quote(a) for a in
-                   [sys.executable, "tools/make_grads.py"] + list(argv if argv is not None else sys.argv[1:]))
+    cmd = command_line(argv)
     meta = dict(
         description=muon_runs.__doc__.strip().split("\n")[0],
         layout=muon_runs.__doc__.strip(),

@@ -4,7 +4,8 @@
 Usage: /usr/bin/python3 tools/plot_report.py reports/
 
 Reads   report.json (the strategy table: names, and the baseline), sweep.csv, aspect_sweep.csv,
-        spectrum_sweep.csv, amplification.csv, step.csv, audit/*.json, schedule_*.csv
+        spectrum_sweep.csv, amplification.csv, step.csv, audit/*.json, schedule_*.csv; the training study
+        from report.json
 Writes  figures/<name>.png and figures/<name>.svg for each figure whose input exists, and
         figures/index.json (name -> title, inputs).
 
@@ -542,6 +543,70 @@ def schedules(figs, out_dir):
               ["schedule_sweep.csv", "schedule_amplification.csv", "schedule_bands.csv"])
 
 
+def training_progress(figs, report):
+    """§5c: the loss curves, `shard`'s update difference at each checkpoint, and how it goes with
+    the gradient's effective rank (report.json "training")."""
+    tr = report.get("training")
+    if not tr or not tr.get("available"):
+        return
+    tps, models = tr["tps"], [m["name"] for m in tr["models"]]
+    colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(models)}
+    styles = ["-", "--", ":", "-."]
+    fig, ((ax_loss, ax_div), (ax_first, ax_last)) = plt.subplots(2, 2, figsize=(12, 9))
+    for m in tr["models"]:
+        c = colors[m["name"]]
+        ax_loss.plot(range(len(m["loss_per_step"])), m["loss_per_step"], color=c, lw=0.7, alpha=0.55,
+                     label=f"{m['name']} ({m['layers']} layer{'s' if m['layers'] > 1 else ''}): train batch")
+        ax_loss.plot([e["step"] for e in m["eval_loss"]], [e["loss"] for e in m["eval_loss"]], "o-", color=c, ms=3,
+                     label=f"{m['name']}: held-out")
+    for step in tr["models"][0]["checkpoint_steps"]:
+        ax_loss.axvline(step, color="#7f7f7f", lw=0.6, ls=":")
+    ax_loss.set_xlabel("training step (dotted: the dumped gradients)")
+    ax_loss.set_ylabel("next-byte cross entropy (nats)")
+    ax_loss.set_title("Muon training on Debian's license texts")
+    ax_loss.legend(fontsize=7.5)
+
+    for m in models:
+        cks = [c for c in tr["checkpoints"] if c["model"] == m]
+        steps = [c["step"] for c in cks]
+        for k, tp in enumerate(tps):
+            vals = [[p["shard_local"][k] for p in c["params"]] for c in cks]
+            ax_div.plot(steps, [mean(v) for v in vals], styles[k % len(styles)], marker="o", ms=3.5, color=colors[m],
+                        label=f"{m}, tp={tp}")
+            ax_div.fill_between(steps, [min(v) for v in vals], [max(v) for v in vals], color=colors[m], alpha=0.07)
+    ax_div.set_xscale("symlog", linthresh=10)
+    ax_div.set_yscale("log")
+    ticks = [0.25, 0.5, 1, 2, 4, 8]
+    ax_div.set_yticks(ticks)
+    ax_div.set_yticklabels([f"{t:g}" for t in ticks])
+    ax_div.set_xlabel("training step of the gradient (symlog)")
+    ax_div.set_ylabel("update rel. diff tp=N vs tp=1")
+    ax_div.set_title("AutoTP today (`shard`, local scale): mean over the 7 matrices\n(band: min-max over them)")
+    ax_div.legend(fontsize=7, ncol=2)
+
+    checkpoint_steps = sorted({c["step"] for c in tr["checkpoints"]})
+    for ax_rank, k in ((ax_first, 0), (ax_last, len(tps) - 1)):
+        for c in tr["checkpoints"]:
+            shade = 0.35 + 0.65 * checkpoint_steps.index(c["step"]) / max(1, len(checkpoint_steps) - 1)
+            ax_rank.scatter([p["effective_rank_fraction"] for p in c["params"]], [p["shard_global"][k] for p in c["params"]],
+                            color=colors[c["model"]], alpha=shade, s=18,
+                            marker=MARKERS[checkpoint_steps.index(c["step"]) % len(MARKERS)])
+        one = tr["correlation"][k]["rank_one_rel_diff"]
+        ax_rank.axhline(one, color="#7f7f7f", lw=0.8, ls="--")
+        ax_rank.annotate(f"rank one: sqrt(tp) - 1 = {one:.2f}", (1, one), xycoords=("axes fraction", "data"), ha="right",
+                         va="bottom", fontsize=7.5, color="#555555")
+        handles = [Line2D([], [], color="#555555", ls="", marker=MARKERS[i % len(MARKERS)], label=f"step {s}")
+                   for i, s in enumerate(checkpoint_steps)]
+        handles += [Line2D([], [], color=colors[m], ls="", marker="o", label=m) for m in models]
+        ax_rank.legend(handles=handles, fontsize=7, loc="best")
+        rho = tr["correlation"][k]["effective_rank_vs_shard_global"]
+        ax_rank.set_xlabel("gradient's effective rank / min(rows, cols)")
+        ax_rank.set_ylabel(f"`shard` rel. diff at tp={tps[k]} (global scale)")
+        ax_rank.set_title(f"divergence vs spectrum at tp={tps[k]}, every gradient (Spearman {rho:+.2f})")
+    fig.tight_layout()
+    figs.save(fig, "training", "update difference and spectra of gradients along training", ["report.json", "training.csv"])
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -566,6 +631,8 @@ def main(argv):
     bytes_vs_tp(figs, sweep, strategies)
     step_time_vs_tp(figs, out_dir, strategies)
     schedules(figs, out_dir)
+    with open(os.path.join(out_dir, "report.json")) as f:
+        training_progress(figs, json.load(f))
     figs.write_index()
     if not figs.index:
         print(f"no report data in {out_dir}: nothing to draw")

@@ -12,6 +12,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "float16_bits.hpp"
 #include "nsv/input_file.hpp"
 
 namespace nsv {
@@ -25,6 +26,21 @@ namespace {
 // where we accept at most 1 MiB (numpy writes a few hundred bytes; its own reader refuses more
 // than 10,000 unless told otherwise).
 constexpr std::uint32_t kMaxHeaderBytes = std::uint32_t{1} << 20;
+
+std::string npy_type_name(DType d) { return d == DType::fp64 ? "float64" : d == DType::fp16 ? "float16" : "float32"; }
+
+// values.size() elements of type T from the file, each converted to double, in chunks (no
+// second copy of a large array).
+template <typename T, typename Convert>
+void read_converted(InputFile& in, const std::string& path, std::vector<double>& values, Convert convert) {
+  std::vector<T> chunk(std::size_t{1} << 16);
+  for (std::size_t done = 0; done < values.size();) {
+    const std::size_t n = std::min<std::size_t>(chunk.size(), values.size() - done);
+    if (in.read(chunk.data(), n * sizeof(T)) != n * sizeof(T)) fail(path, "truncated data (the file shrank while being read)");
+    std::transform(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n), values.begin() + static_cast<std::ptrdiff_t>(done), convert);
+    done += n;
+  }
+}
 
 // What the header dictionary says, as text: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 struct Header {
@@ -207,9 +223,10 @@ NpyArray read_npy(const std::string& path) {
   const Header h = HeaderScanner(path, header).scan();
   NpyArray a;
   const std::string& type = h.descr;
-  if (type == "<f4" || type == "=f4") a.float64 = false;
-  else if (type == "<f8" || type == "=f8") a.float64 = true;
-  else fail(path, "element type " + type + " is not supported: save the array as float32 or float64 (little-endian)");
+  if (type == "<f4" || type == "=f4") a.dtype = DType::fp32;
+  else if (type == "<f8" || type == "=f8") a.dtype = DType::fp64;
+  else if (type == "<f2" || type == "=f2") a.dtype = DType::fp16;
+  else fail(path, "element type " + type + " is not supported: save the array as float32 or float64 (float16 is read too), little-endian");
   if (h.fortran_order == "True")
     fail(path, "Fortran-order arrays are not supported: save with np.ascontiguousarray(a)");
   a.shape = h.shape;
@@ -217,7 +234,7 @@ NpyArray read_npy(const std::string& path) {
     fail(path, "expected a 2-D matrix or a 3-D batch of matrices, got " + std::to_string(a.shape.size()) + " dimensions");
   // The size the shape claims, checked against the bytes the file holds before anything is
   // allocated: a header is never trusted for an allocation.
-  const std::uint64_t width = a.float64 ? 8 : 4;
+  const auto width = static_cast<std::uint64_t>(bytes_per_element(a.dtype));
   const std::uint64_t data_bytes = in.size() - prefix - header_len;
   std::uint64_t count = 1;
   for (long d : a.shape) {
@@ -229,22 +246,18 @@ NpyArray read_npy(const std::string& path) {
     count *= ud;
   }
   if (count * width > data_bytes)
-    fail(path, "truncated data: the shape " + shape_text(a.shape) + " of " + (a.float64 ? "float64" : "float32") + " needs " +
+    fail(path, "truncated data: the shape " + shape_text(a.shape) + " of " + npy_type_name(a.dtype) + " needs " +
                    std::to_string(count * width) + " bytes, the file holds " + std::to_string(data_bytes) + " after the header");
   if (count * width < data_bytes)
     fail(path, "trailing bytes after the data: the shape " + shape_text(a.shape) + " needs " + std::to_string(count * width) +
                    " bytes, the file holds " + std::to_string(data_bytes) + " after the header");
   a.values.resize(count);
-  if (a.float64) {
+  if (a.dtype == DType::fp64) {
     if (in.read(a.values.data(), count * 8) != count * 8) fail(path, "truncated data (the file shrank while being read)");
+  } else if (a.dtype == DType::fp32) {
+    read_converted<float>(in, path, a.values, [](float v) { return double(v); });
   } else {
-    std::vector<float> chunk(std::size_t{1} << 16);
-    for (std::size_t done = 0; done < count;) {
-      const std::size_t n = std::min<std::size_t>(chunk.size(), count - done);
-      if (in.read(chunk.data(), n * 4) != n * 4) fail(path, "truncated data (the file shrank while being read)");
-      std::copy_n(chunk.data(), n, a.values.data() + done);
-      done += n;
-    }
+    read_converted<std::uint16_t>(in, path, a.values, from_fp16_bits);
   }
   char extra;
   if (in.read(&extra, 1) != 0) fail(path, "trailing bytes after the data (the file grew while being read)");

@@ -130,7 +130,7 @@ struct Collector {
       }
       const NpyArray a = read_npy(file);
       if (a.shape.size() != 2) throw std::runtime_error(file + ": expected a 2-D matrix [out, in]");
-      add(file, tensor, *name, a.float64 ? DType::fp64 : DType::fp32, a.matrix(),
+      add(file, tensor, *name, a.dtype, a.matrix(),
           marks_of(tokens(p.parent_path().filename().string(), "._-"), file));
       return;
     }

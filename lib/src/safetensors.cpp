@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "float16_bits.hpp"
 #include "nsv/input_file.hpp"
 #include "nsv/npy.hpp"
 
@@ -196,8 +197,7 @@ void convert(Tensor& t, const char* data) {
       case DType::fp16: {
         std::uint16_t bits;
         std::memcpy(&bits, data + 2 * i, 2);
-        t.values[i] = t.dtype == DType::bf16 ? double(std::bit_cast<float>(std::uint32_t{bits} << 16))
-                                             : double(static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits)));
+        t.values[i] = t.dtype == DType::bf16 ? double(std::bit_cast<float>(std::uint32_t{bits} << 16)) : from_fp16_bits(bits);
         break;
       }
     }

@@ -29,6 +29,7 @@
 #include "report_schedules.hpp"
 #include "report_sections.hpp"
 #include "report_stats.hpp"
+#include "report_training.hpp"
 
 namespace nsv::cli {
 namespace fs = std::filesystem;
@@ -37,7 +38,8 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const std::string kDefaultGrads = "fixtures/grads", kDefaultModels = "fixtures/models", kDefaultRuns = "fixtures/runs";
+const std::string kDefaultGrads = "fixtures/grads", kDefaultModels = "fixtures/models", kDefaultRuns = "fixtures/runs",
+                  kDefaultTraining = "fixtures/training";
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") == std::string::npos)
@@ -86,7 +88,8 @@ json strategy_table() {
 }
 
 struct ReportCommand {
-  std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, python = "/usr/bin/python3",
+  std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, training = kDefaultTraining,
+              python = "/usr/bin/python3",
               plot_script = "tools/plot_report.py", render_script = "tools/report/render_report.py";
   bool quick = false, quiet = false, no_plots = false, resume = false, audits_only = false;
   std::string only;  // --only SECTION (partial_sections); --audits-only is --only audits
@@ -104,6 +107,7 @@ struct ReportCommand {
     if (grads != kDefaultGrads) c += " --grads " + shell_quote(grads);
     if (models != kDefaultModels) c += " --models " + shell_quote(models);
     if (runs != kDefaultRuns) c += " --runs " + shell_quote(runs);
+    if (training != kDefaultTraining) c += " --training " + shell_quote(training);
     if (no_plots) c += " --no-plots";
     if (threads > 0) c += " --threads " + std::to_string(threads);
     return c;
@@ -132,6 +136,9 @@ struct ReportCommand {
         {"audits", {"audits", [](const ReportCommand& c, const ReportPlan& p) { return run_report_audits(c.models, p.audit_tps, c.out_dir); }}},
         {"schedules", {"schedules", [](const ReportCommand& c, const ReportPlan& p) { return run_report_schedules(p.schedules, c.section_options()); }}},
         {"gram_stability", {"gram_stability", [](const ReportCommand& c, const ReportPlan& p) { return run_report_gram_stability(p, c.section_options()); }}},
+        {"training", {"training", [](const ReportCommand& c, const ReportPlan& p) {
+                        return training_stats(run_report_training(p, c.training, c.section_options()));
+                      }}},
         {"gram_stress", {"gram_stability", [](const ReportCommand& c, const ReportPlan& p) {
                            run_report_gram_stress(p, c.section_options());
                            return run_report_gram_stability(p, c.section_options());
@@ -159,6 +166,7 @@ struct ReportCommand {
   }
 
   void run() {
+    if (audits_only && !only.empty()) throw std::invalid_argument("give either --audits-only or --only, not both");
     if (audits_only) only = "audits";
     if (!only.empty()) return run_only();
     const ReportPlan plan = make_report_plan(quick);
@@ -196,6 +204,9 @@ struct ReportCommand {
     t0 = Clock::now();
     report["diagnosis"] = run_report_diagnosis(runs, (fs::path(models) / "tiny-llama.json").string(), out_dir);
     section_time("diagnosis of the training-run dumps", t0);
+    t0 = Clock::now();
+    report["training"] = training_stats(run_report_training(plan, training, o));
+    section_time("gradients from training", t0);
 
     report["seed_tables"] = seed_table_stats(seed.rows);
     report["strategy_checks"] = strategy_check_stats(main.rows, main.skipped);
@@ -272,6 +283,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--grads", st->grads, "real-gradient fixtures (tools/make_grads.py)")->capture_default_str();
   cmd->add_option("--models", st->models, "model configs for `nsv audit` (*.json)")->capture_default_str();
   cmd->add_option("--runs", st->runs, "training-run dumps for `nsv diagnose` (tools/make_grads.py --runs)")->capture_default_str();
+  cmd->add_option("--training", st->training, "gradients dumped during training (tools/make_grads.py --train)")->capture_default_str();
   cmd->add_option("--python", st->python, "Python with matplotlib (figures) and Jinja2 (README.md)")->capture_default_str();
   cmd->add_option("--plot-script", st->plot_script, "the plotting script")->capture_default_str();
   cmd->add_option("--render-script", st->render_script, "the README renderer")->capture_default_str();

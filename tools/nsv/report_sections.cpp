@@ -76,19 +76,24 @@ void run_report_gram_stress(const ReportPlan& plan, const SectionOptions& o) {
   write_file_atomically(out_path(o, "gram_stress.csv"), text);
 }
 
+StepSpec report_step_spec(const ReportPlan& plan, const std::string& grads_dir, int tp, Strategy s, ScaleFrom scale) {
+  StepSpec spec;
+  spec.grads_dir = grads_dir;
+  spec.tp = tp;
+  spec.strategy = std::string(strategy_name(s));
+  spec.muon.lr = plan.step_lr;
+  spec.muon.beta = plan.step_momentum;
+  spec.muon.scale_from = scale;
+  return spec;
+}
+
 StepRuns run_report_steps(const ReportPlan& plan, const std::string& grads_dir, const SectionOptions& o) {
   StepRuns steps;
   if (!fs::is_directory(grads_dir) || available_grad_steps(grads_dir) < 1) return steps;
   for (int tp : plan.step_tps)
     for (ScaleFrom scale : {ScaleFrom::global, ScaleFrom::local})
       for (Strategy s : kAllStrategies) {
-        StepSpec spec;
-        spec.grads_dir = grads_dir;
-        spec.tp = tp;
-        spec.strategy = std::string(strategy_name(s));
-        spec.muon.lr = plan.step_lr;
-        spec.muon.beta = plan.step_momentum;
-        spec.muon.scale_from = scale;
+        const StepSpec spec = report_step_spec(plan, grads_dir, tp, s, scale);
         steps.emplace_back(spec, run_step(spec));
       }
   write_step_files(steps, o);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "amplification.hpp"
+#include "nsv/strategy.hpp"
 #include "report_plan.hpp"
 #include "report_stats.hpp"
 #include "sweep_engine.hpp"
@@ -20,6 +21,9 @@ struct SectionOptions {
 SweepOutcome run_report_sweep(const SweepSpec&, const std::string& name, const SectionOptions&);
 // <out_dir>/amplification.csv
 std::vector<AmplificationRow> run_report_amplification(AmplificationSpec, const SectionOptions&);
+// The Muon step the report runs on a gradient folder: the plan's lr and momentum, one strategy,
+// tp and scale source (the step table and the training study both run these).
+StepSpec report_step_spec(const ReportPlan&, const std::string& grads_dir, int tp, Strategy, ScaleFrom);
 // Every strategy x tp x scale source on the gradients of grads_dir: <out_dir>/step.csv and
 // step.json. Empty (and nothing written) without gradient fixtures.
 // <out_dir>/gram_stability.csv; report.json's section, with the stress-test comparison read from

@@ -44,6 +44,9 @@ nlohmann::json divergence_stats(const ReportPlan&, const std::vector<SweepRow>& 
 nlohmann::json communication_stats(const std::vector<SweepRow>& main);
 
 using StepRuns = std::vector<std::pair<StepSpec, StepOutcome>>;
+// The run of (tp, strategy, scale source) among `steps`, or null; the tps they ran at, in order.
+const StepOutcome* find_step(const StepRuns& steps, int tp, const std::string& strategy, ScaleFrom scale);
+std::vector<int> step_tps(const StepRuns& steps);
 // §5: the real-gradient Muon step (null-like {"available": false} without gradient fixtures).
 nlohmann::json step_stats(const StepRuns&, const std::string& grads_dir);
 // §6: the reduction-order amplification study.

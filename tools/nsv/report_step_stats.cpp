@@ -12,19 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-const StepOutcome* find_step(const StepRuns& steps, int tp, const std::string& strategy, ScaleFrom scale) {
-  for (const auto& [spec, out] : steps)
-    if (spec.tp == tp && spec.strategy == strategy && spec.muon.scale_from == scale) return &out;
-  return nullptr;
-}
-
-std::vector<int> step_tps(const StepRuns& steps) {
-  std::vector<int> tps;
-  for (const auto& [spec, out] : steps)
-    if (std::find(tps.begin(), tps.end(), spec.tp) == tps.end()) tps.push_back(spec.tp);
-  return tps;
-}
-
 std::string shape_text(std::int64_t rows, std::int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
 // What rank 0 holds of a parameter.
@@ -95,6 +82,19 @@ json shard_vs_tp(const StepRuns& steps, const StepOutcome& today) {
 }
 
 }  // namespace
+
+const StepOutcome* find_step(const StepRuns& steps, int tp, const std::string& strategy, ScaleFrom scale) {
+  for (const auto& [spec, out] : steps)
+    if (spec.tp == tp && spec.strategy == strategy && spec.muon.scale_from == scale) return &out;
+  return nullptr;
+}
+
+std::vector<int> step_tps(const StepRuns& steps) {
+  std::vector<int> tps;
+  for (const auto& [spec, out] : steps)
+    if (std::find(tps.begin(), tps.end(), spec.tp) == tps.end()) tps.push_back(spec.tp);
+  return tps;
+}
 
 json step_stats(const StepRuns& steps, const std::string& grads_dir) {
   constexpr int kTp = 2;  // the seed's comparison

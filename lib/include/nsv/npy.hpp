@@ -1,16 +1,18 @@
 #pragma once
-// .npy read/write (format versions 1.0-3.0): float32/float64, little-endian, C order, 2-D or
-// 3-D. Anything else is refused with a message that says what was found and what to do.
+// .npy read/write (format versions 1.0-3.0), little-endian, C order, 2-D or 3-D: float32 and
+// float64 read and written, float16 read (compact fixtures: fixtures/training). Anything else is
+// refused with a message that says what was found and what to do.
 #include <string>
 #include <vector>
 
+#include "nsv/dtype.hpp"
 #include "nsv/matrix.hpp"
 
 namespace nsv {
 
 struct NpyArray {
   std::vector<long> shape;        // 2 or 3 dimensions
-  bool float64 = false;           // element type on disk
+  DType dtype = DType::fp32;      // element type on disk: fp16, fp32 or fp64
   std::vector<double> values;     // C order
 
   MatD matrix() const;            // a 2-D array; throws for 3-D
