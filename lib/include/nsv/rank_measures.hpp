@@ -17,7 +17,7 @@ struct RankMeasures {
   Eigen::Index min_side = 0;  // the largest either can be
 };
 
-// From M's float64 singular values. Throws InvalidField("matrix", ...) for a zero matrix.
+// From M's float64 singular values (via the Gram matrix, rank_measures.cpp). Throws InvalidField("matrix", ...) for a zero matrix.
 RankMeasures rank_measures(const MatD& m);
 
 }  // namespace nsv
