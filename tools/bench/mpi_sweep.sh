@@ -22,7 +22,7 @@ done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d "${TMPDIR:-/tmp}/nsv-mpi-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-SWEEP=(sweep --shapes 256x256,512x1024 --tp 1,2,4,8 --axis 0,1 --kernel gram,standard --strategy all
+SWEEP=(sweep --shapes 256x256,384x512 --tp 1,2,4,8 --axis 0,1 --kernel gram,standard --strategy all
        --spectrum gaussian,lowrank:16 --seeds 1 --quiet)
 seconds() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
 one=() two=()
@@ -38,7 +38,7 @@ import json, os, statistics, sys
 out, cases, cores, one, two = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(), sys.argv[5].split()
 one, two = [float(x) for x in one], [float(x) for x in two]
 r = {"schema": "nsv.mpi_sweep_bench/1", "cases": cases, "cores": cores,
-     "sweep": "--shapes 256x256,512x1024 --tp 1,2,4,8 --axis 0,1 --kernel gram,standard --strategy all "
+     "sweep": "--shapes 256x256,384x512 --tp 1,2,4,8 --axis 0,1 --kernel gram,standard --strategy all "
               "--spectrum gaussian,lowrank:16 --seeds 1",
      "one_process_seconds": one, "two_processes_seconds": two,
      "median_one": statistics.median(one), "median_two": statistics.median(two)}
