@@ -107,18 +107,26 @@ PoolOutcome run_work_pool(MPI_Comm parent, std::size_t items, const std::functio
   return outcome;
 }
 
-PoolOutcome run_work_pool_everywhere(MPI_Comm comm, std::size_t items, const std::function<std::string(std::size_t)>& compute,
-                                     std::vector<std::string>& results) {
-  results.assign(items, std::string());
-  PoolOutcome outcome = run_work_pool(comm, items, compute, [&](std::size_t i, std::string&& r) { results[i] = std::move(r); });
-  for (std::string& r : results) {
-    std::int64_t length = static_cast<std::int64_t>(r.size());
-    MPI_Bcast(&length, 1, MPI_INT64_T, 0, comm);
-    r.resize(static_cast<std::size_t>(length));
-    if (length > INT32_MAX) throw std::runtime_error("a work item's result exceeds 2 GiB");
-    MPI_Bcast(r.data(), static_cast<int>(length), MPI_BYTE, 0, comm);
+void broadcast_from_root(MPI_Comm comm, std::vector<std::string>& values) {
+  std::uint64_t n = values.size();
+  MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm);
+  values.resize(n);
+  for (std::string& v : values) {
+    std::uint64_t length = v.size();
+    MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm);
+    if (length > static_cast<std::uint64_t>(INT32_MAX)) throw std::runtime_error("a broadcast value exceeds 2 GiB");
+    v.resize(length);
+    MPI_Bcast(v.data(), static_cast<int>(length), MPI_BYTE, 0, comm);
   }
-  return outcome;
+}
+
+void broadcast_from_root(MPI_Comm comm, std::vector<std::size_t>& values) {
+  std::uint64_t n = values.size();
+  MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm);
+  std::vector<std::uint64_t> v(values.begin(), values.end());
+  v.resize(n);
+  MPI_Bcast(v.data(), static_cast<int>(n), MPI_UINT64_T, 0, comm);
+  values.assign(v.begin(), v.end());
 }
 
 }  // namespace nsv

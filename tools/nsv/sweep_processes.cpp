@@ -1,7 +1,5 @@
 #include "sweep_processes.hpp"
 
-#include <cstdint>
-
 #include "nsv/mpi_session.hpp"
 #include "nsv/work_pool.hpp"
 
@@ -18,26 +16,8 @@ class MpiSweepProcesses final : public SweepProcesses {
     return run_work_pool(MPI_COMM_WORLD, n, compute, consume).first_error;
   }
 
-  void share(std::vector<std::string>& values) override {
-    std::uint64_t n = values.size();
-    MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    values.resize(n);
-    for (std::string& v : values) {
-      std::uint64_t length = v.size();
-      MPI_Bcast(&length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-      v.resize(length);
-      MPI_Bcast(v.data(), static_cast<int>(length), MPI_BYTE, 0, MPI_COMM_WORLD);
-    }
-  }
-
-  void share(std::vector<std::size_t>& values) override {
-    std::uint64_t n = values.size();
-    MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    std::vector<std::uint64_t> v(values.begin(), values.end());
-    v.resize(n);
-    MPI_Bcast(v.data(), static_cast<int>(n), MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    values.assign(v.begin(), v.end());
-  }
+  void share(std::vector<std::string>& values) override { broadcast_from_root(MPI_COMM_WORLD, values); }
+  void share(std::vector<std::size_t>& values) override { broadcast_from_root(MPI_COMM_WORLD, values); }
 
  private:
   MpiSession session_;

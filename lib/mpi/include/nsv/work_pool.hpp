@@ -24,8 +24,8 @@ struct PoolOutcome {
 PoolOutcome run_work_pool(MPI_Comm, std::size_t items, const std::function<std::string(std::size_t)>& compute,
                           const std::function<void(std::size_t, std::string&&)>& consume);
 
-// The same, each result then delivered to every process: results[i] on all of them.
-PoolOutcome run_work_pool_everywhere(MPI_Comm, std::size_t items, const std::function<std::string(std::size_t)>& compute,
-                                     std::vector<std::string>& results);
+// Rank 0's values on every process of the communicator (the others' vectors are replaced).
+void broadcast_from_root(MPI_Comm, std::vector<std::string>&);
+void broadcast_from_root(MPI_Comm, std::vector<std::size_t>&);
 
 }  // namespace nsv
