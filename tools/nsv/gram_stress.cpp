@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 #include "csv.hpp"
@@ -175,9 +176,11 @@ nlohmann::json gram_stress_summary(const std::string& csv_path, const GramStress
     throw std::runtime_error(csv_path + ": not a gram stress-test table (its header differs from nsv's); rerun nsv report --only gram_stress");
   // restart list -> method -> metric -> values
   std::map<std::string, std::map<std::string, std::vector<std::vector<double>>>> by;
+  std::set<std::pair<std::string, std::string>> matrices;  // (spectrum, sample): one row per restart list
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const std::vector<std::string> f = csv_split(lines[i]);
     if (f.size() != gram_stress_header().size()) throw std::runtime_error(csv_path + ": line " + std::to_string(i + 1) + " has the wrong field count");
+    matrices.emplace(f[0], f[1]);
     for (int method = 0; method < 2; ++method) {
       auto& cols = by[f[2]][method == 0 ? "reference" : "ours"];
       cols.resize(5);
@@ -185,7 +188,7 @@ nlohmann::json gram_stress_summary(const std::string& csv_path, const GramStress
     }
   }
   nlohmann::json out = {{"n", spec.n}, {"aspect", spec.aspect}, {"steps", spec.steps}, {"coeffs", spec.coeffs},
-                        {"matrices", lines.size() - 1}, {"runs", nlohmann::json::array()}};
+                        {"matrices", matrices.size()}, {"runs", nlohmann::json::array()}};
   for (auto& [restarts, methods] : by) {
     nlohmann::json run = {{"restart_at", restarts}};
     for (auto& [method, cols] : methods) {
