@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The sanitizer job (CI runs it after the gate): the whole project built with AddressSanitizer and
-# UndefinedBehaviorSanitizer (-O1 -g1, CUDA off) into build-asan/, then the gate, the CLI
+# UndefinedBehaviorSanitizer (-O2 -g1, CUDA off) into build-asan/, then the gate, the CLI
 # bad-input check included, run on that build. Every sanitizer report is fatal: it aborts the
 # test that triggered it, so the job fails (NSV_SANITIZE makes reports non-recoverable).
 # Extra arguments go to ctest, as for tools/test.sh.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export NSV_BUILD_DIR="${NSV_ASAN_BUILD_DIR:-$repo/build-asan}"
-# Build type Instrumented: -O1 with line tables (CMakeLists.txt says why).
+# Build type Instrumented: -O2 with line tables only (CMakeLists.txt says why).
 export NSV_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Instrumented -DNSV_SANITIZE=address,undefined -DNSV_WITH_CUDA=OFF"
 # detect_leaks: LeakSanitizer too. print_stacktrace: UBSan reports say where. The suppressions
 # name third-party code only (each with its reason).
