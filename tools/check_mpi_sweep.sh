@@ -47,11 +47,11 @@ mpirun --oversubscribe -np 2 "$NSV" "${SWEEP[@]}" --out "$WORK/mpi.csv" | tail -
 same_as_one "$WORK/mpi.csv" "2 processes"
 ((quick)) && { ((fail == 0)) && echo "ALL CHECKS PASSED" || echo "SOME CHECKS FAILED"; exit "$fail"; }
 
-# The pid of world rank $2 of the job launched by mpirun $1 (its environment names its rank).
+# The pid of world rank $1 of the running sweep job (its environment names its rank).
 rank_pid() {
   local p
   for p in $(pgrep -f "$NSV sweep"); do
-    [[ $(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -x "OMPI_COMM_WORLD_RANK=$2") ]] && { echo "$p"; return; }
+    [[ $(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -x "OMPI_COMM_WORLD_RANK=$1") ]] && { echo "$p"; return; }
   done
 }
 
@@ -66,7 +66,7 @@ kill_half_way() {  # $1: name, $2: what to kill (rank1 | mpirun)
     sleep 0.05
   done
   local pid=$launcher
-  [[ $victim == rank1 ]] && pid=$(rank_pid "$launcher" 1)
+  [[ $victim == rank1 ]] && pid=$(rank_pid 1)
   if [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; then
     wait "$launcher" 2>/dev/null || true
     # No rank may outlive the job and keep writing while the resume runs.

@@ -7,4 +7,5 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="${NSV_BUILD_DIR:-$repo/build}"
 if [ $# -eq 0 ]; then set -- -L gate; fi
 cd "$build"
-ctest --output-on-failure --timeout 900 "$@"
+# One test per core: a test that needs two (PROCESSORS, e.g. the MPI ones) is given both.
+ctest --output-on-failure --timeout 900 -j "$(nproc)" "$@"

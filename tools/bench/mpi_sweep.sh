@@ -1,53 +1,75 @@
 #!/usr/bin/env bash
-# Sweep throughput over MPI processes: the same `nsv sweep` in one process on one thread and over
-# 2 MPI processes, alternated (1, 2, 1, 2, ...) REPEATS times so both see the same machine load,
-# each timed end to end (process start, MPI start-up and the final CSV included). Prints and
-# writes OUT (default reports/mpi/sweep_throughput.json): every time, the medians and their ratio.
+# Sweep throughput over MPI processes, measured side by side, REPEATS rounds of four timings each
+# (so that every arm sees the same machine load), each timed end to end:
+#   one       the sweep in one process on one thread;
+#   two       the same sweep over 2 MPI processes (process start, MPI start-up, the work pool, the
+#             final CSV included);
+#   ceiling   two copies of the one-process sweep started at once, each on half of the cases
+#             (one spectrum each): what this machine gives two processes that never talk;
+#   startup   `mpirun -np 2 nsv --help`: the fixed cost of an MPI job, whatever its sweep.
+# Prints and writes OUT (default reports/mpi/sweep_throughput.json): every time, the medians and
+# the ratios one/two (the speedup) and one/ceiling.
 #
-#   tools/bench/mpi_sweep.sh [--repeats 3] [--out FILE] [--nsv build/tools/nsv/nsv]
+#   tools/bench/mpi_sweep.sh [--repeats 3] [--out FILE] [--nsv build/tools/nsv/nsv] [--shapes LIST]
+#   (default shapes 512x512,512x1024: about 40 s in one process on this 2-core machine)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 repeats=3
 out="$repo/reports/mpi/sweep_throughput.json"
 NSV="${NSV_BUILD_DIR:-$repo/build}/tools/nsv/nsv"
+shapes=512x512,512x1024
 while (($#)); do
   case "$1" in
     --repeats) repeats="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --nsv) NSV="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --shapes) shapes="$2"; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "mpi_sweep.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ $repeats =~ ^[1-9][0-9]*$ ]] || { echo "mpi_sweep.sh: --repeats needs a positive integer, got '$repeats'" >&2; exit 2; }
+[ -x "$NSV" ] || { echo "mpi_sweep.sh: no nsv at $NSV (build first: ./tools/setup.sh, or pass --nsv)" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d "${TMPDIR:-/tmp}/nsv-mpi-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-SWEEP=(sweep --shapes 256x256,384x512 --tp 1,2,4,8 --axis 0,1 --kernel gram,standard --strategy all
-       --spectrum gaussian,lowrank:16 --seeds 1 --quiet)
+# Two spectra, so that the ceiling arm can give each copy one of them: the same cases in all arms.
+SWEEP=(sweep --shapes "$shapes" --tp 1,2,4,8 --axis 0,1 --kernel gram,standard --strategy all --seeds 1 --quiet)
 seconds() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
-one=() two=()
+pair() {  # both halves at once; the time until the later one ends
+  "$NSV" "${SWEEP[@]}" --spectrum gaussian --threads 1 --out "$work/half1.csv" &
+  local p=$!
+  "$NSV" "${SWEEP[@]}" --spectrum lowrank:16 --threads 1 --out "$work/half2.csv"
+  wait "$p"
+}
+one=() two=() ceiling=() startup=()
 for ((i = 0; i < repeats; ++i)); do
-  one+=("$(seconds "$NSV" "${SWEEP[@]}" --threads 1 --out "$work/one.csv")")
-  two+=("$(seconds mpirun --oversubscribe -np 2 "$NSV" "${SWEEP[@]}" --out "$work/two.csv")")
-  echo "repeat $((i + 1)): 1 process ${one[-1]} s, 2 processes ${two[-1]} s" >&2
+  one+=("$(seconds "$NSV" "${SWEEP[@]}" --spectrum gaussian,lowrank:16 --threads 1 --out "$work/one.csv")")
+  two+=("$(seconds mpirun --oversubscribe -np 2 "$NSV" "${SWEEP[@]}" --spectrum gaussian,lowrank:16 --out "$work/two.csv")")
+  ceiling+=("$(seconds pair)")
+  startup+=("$(seconds mpirun --oversubscribe -np 2 "$NSV" --help)")
+  echo "repeat $((i + 1)): 1 process ${one[-1]} s, 2 MPI processes ${two[-1]} s, 2 independent halves ${ceiling[-1]} s, MPI start-up ${startup[-1]} s" >&2
 done
 cases=$(( $(wc -l <"$work/one.csv") - 1 ))
 mkdir -p "$(dirname "$out")"
-/usr/bin/python3 - "$out" "$cases" "$(nproc)" "${one[*]}" "${two[*]}" <<'PY'
+sweep_text="${SWEEP[*]:1} --spectrum gaussian,lowrank:16"
+/usr/bin/python3 - "$out" "$cases" "$(nproc)" "$sweep_text" "${one[*]}" "${two[*]}" "${ceiling[*]}" "${startup[*]}" <<'PY'
 import json, os, statistics, sys
-out, cases, cores, one, two = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(), sys.argv[5].split()
-one, two = [float(x) for x in one], [float(x) for x in two]
-r = {"schema": "nsv.mpi_sweep_bench/1", "cases": cases, "cores": cores,
-     "sweep": "--shapes 256x256,384x512 --tp 1,2,4,8 --axis 0,1 --kernel gram,standard --strategy all "
-              "--spectrum gaussian,lowrank:16 --seeds 1",
-     "one_process_seconds": one, "two_processes_seconds": two,
-     "median_one": statistics.median(one), "median_two": statistics.median(two)}
-r["speedup"] = r["median_one"] / r["median_two"]
+out, cases, cores, sweep = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+arms = {name: [float(x) for x in sys.argv[5 + k].split()] for k, name in enumerate(["one", "two", "ceiling", "startup"])}
+med = {k: statistics.median(v) for k, v in arms.items()}
+r = {"schema": "nsv.mpi_sweep_bench/2", "cases": cases, "cores": cores, "sweep": sweep,
+     "one_process_seconds": arms["one"], "two_processes_seconds": arms["two"],
+     "two_independent_halves_seconds": arms["ceiling"], "mpi_startup_seconds": arms["startup"],
+     "median_one": med["one"], "median_two": med["two"], "median_ceiling": med["ceiling"],
+     "median_startup": med["startup"],
+     "speedup": med["one"] / med["two"], "ceiling_speedup": med["one"] / med["ceiling"]}
 tmp = out + ".tmp"
 with open(tmp, "w") as f:
     json.dump(r, f, indent=1)
     f.write("\n")
 os.replace(tmp, out)
-print(f"{cases} cases: 1 process median {r['median_one']:.2f} s, 2 MPI processes median {r['median_two']:.2f} s: "
-      f"{r['speedup']:.2f}x ({cores} cores)")
+print(f"{cases} cases: 1 process median {med['one']:.2f} s, 2 MPI processes {med['two']:.2f} s: {r['speedup']:.2f}x; "
+      f"2 independent processes on half each {med['ceiling']:.2f} s: {r['ceiling_speedup']:.2f}x; "
+      f"MPI start-up {med['startup']:.2f} s ({cores} cores)")
 PY
