@@ -11,7 +11,7 @@
 # the ratios one/two (the speedup) and one/ceiling.
 #
 #   tools/bench/mpi_sweep.sh [--repeats 3] [--out FILE] [--nsv build/tools/nsv/nsv] [--shapes LIST]
-#   (default shapes 512x512,512x1024: about 40 s in one process on this 2-core machine)
+#   (default shapes 512x512,512x1024: about 35 s in one process on this 2-core machine)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 repeats=3
@@ -34,25 +34,27 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d "${TMPDIR:-/tmp}/nsv-mpi-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # Two spectra, so that the ceiling arm can give each copy one of them: the same cases in all arms.
+spectra=(gaussian lowrank:16)
+both_spectra=$(IFS=,; echo "${spectra[*]}")
 SWEEP=(sweep --shapes "$shapes" --tp 1,2,4,8 --axis 0,1 --kernel gram,standard --strategy all --seeds 1 --quiet)
 seconds() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
 pair() {  # both halves at once; the time until the later one ends
-  "$NSV" "${SWEEP[@]}" --spectrum gaussian --threads 1 --out "$work/half1.csv" &
+  "$NSV" "${SWEEP[@]}" --spectrum "${spectra[0]}" --threads 1 --out "$work/half1.csv" &
   local p=$!
-  "$NSV" "${SWEEP[@]}" --spectrum lowrank:16 --threads 1 --out "$work/half2.csv"
+  "$NSV" "${SWEEP[@]}" --spectrum "${spectra[1]}" --threads 1 --out "$work/half2.csv"
   wait "$p"
 }
 one=() two=() ceiling=() startup=()
 for ((i = 0; i < repeats; ++i)); do
-  one+=("$(seconds "$NSV" "${SWEEP[@]}" --spectrum gaussian,lowrank:16 --threads 1 --out "$work/one.csv")")
-  two+=("$(seconds mpirun --oversubscribe -np 2 "$NSV" "${SWEEP[@]}" --spectrum gaussian,lowrank:16 --out "$work/two.csv")")
+  one+=("$(seconds "$NSV" "${SWEEP[@]}" --spectrum "$both_spectra" --threads 1 --out "$work/one.csv")")
+  two+=("$(seconds mpirun --oversubscribe -np 2 "$NSV" "${SWEEP[@]}" --spectrum "$both_spectra" --out "$work/two.csv")")
   ceiling+=("$(seconds pair)")
   startup+=("$(seconds mpirun --oversubscribe -np 2 "$NSV" --help)")
   echo "repeat $((i + 1)): 1 process ${one[-1]} s, 2 MPI processes ${two[-1]} s, 2 independent halves ${ceiling[-1]} s, MPI start-up ${startup[-1]} s" >&2
 done
 cases=$(( $(wc -l <"$work/one.csv") - 1 ))
 mkdir -p "$(dirname "$out")"
-sweep_text="${SWEEP[*]:1} --spectrum gaussian,lowrank:16"
+sweep_text="${SWEEP[*]:1} --spectrum $both_spectra"
 /usr/bin/python3 - "$out" "$cases" "$(nproc)" "$sweep_text" "${one[*]}" "${two[*]}" "${ceiling[*]}" "${startup[*]}" <<'PY'
 import json, os, statistics, sys
 out, cases, cores, sweep = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
