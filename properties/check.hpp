@@ -46,13 +46,14 @@ inline void record_ratio(double measured, double bound) {
 
 // The command that reruns one failing case exactly: RapidCheck's reproduce parameter for it, and
 // every environment setting the draw depends on (the tier's NSV_PROPS_MAX_DIM, the thread counts
-// OpenMP and OpenBLAS run with), then this executable restricted to the property.
+// OpenMP and OpenBLAS run with, the OpenBLAS kernel the tests pin), then this executable
+// restricted to the property.
 inline std::string replay_command(const std::string& id, const rc::detail::Reproduce& reproduce) {
   rc::detail::Configuration config = rc::detail::configuration();
   config.reproduce = {{id, reproduce}};
   std::ostringstream cmd;
   cmd << "RC_PARAMS=\"" << rc::detail::configToMinimalString(config) << "\"";
-  for (const char* name : {"NSV_PROPS_MAX_DIM", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+  for (const char* name : {"NSV_PROPS_MAX_DIM", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"})
     if (const char* value = std::getenv(name)) cmd << ' ' << name << '=' << value;
   const auto& master = boost::unit_test::framework::master_test_suite();
   cmd << ' ' << (master.argc > 0 ? master.argv[0] : "<test executable>") << " --run_test=" << id;

@@ -6,19 +6,27 @@
 # applies it to the scratch copy, rebuilds incrementally, runs the gate, records which properties
 # failed (killed the mutant), and reverts the patch. The working copy is never modified.
 #
-#   tools/mutate.sh [--scratch DIR] [--out reports/mutation.md] [MUTANT.patch ...]
+#   tools/mutate.sh [--scratch DIR] [--out reports/mutation_handwritten.md] [MUTANT.patch ...]
 #
 # Not part of the default gate: it runs the whole gate once per mutant (tens of minutes).
+#
+# The mechanical sample (mutants generated from the sources, chosen with a seed, scored in
+# reports/mutation.md) is tools/mutation/sample.py; these forward to it:
+#   tools/mutate.sh --sample N [--seed S] [--scratch DIR] [--time-budget SECONDS]
+#   tools/mutate.sh --rerun-survivors | --render-only
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+case "${1:-}" in
+  --sample|--rerun-survivors|--render-only|--list) exec /usr/bin/python3 "$repo/tools/mutation/sample.py" "$@" ;;
+esac
 scratch="${TMPDIR:-/tmp}/nsv-mutants"
-out="$repo/reports/mutation.md"
+out="$repo/reports/mutation_handwritten.md"
 mutants=()
 while (($#)); do
   case "$1" in
     --scratch) scratch="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "mutate.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) mutants+=("$(realpath "$1")"); shift ;;
   esac

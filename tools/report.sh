@@ -9,6 +9,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$repo/tools/setup.sh"
 build="${NSV_BUILD_DIR:-$repo/build}"
 cd "$repo"
+# The OpenBLAS kernel the tests pin (CMakeLists.txt, NSV_BLAS_CORETYPE), so the figures carry the
+# bits the gate checks, whatever kernel OpenBLAS would pick on this CPU.
+coretype=$(sed -n 's/^NSV_BLAS_CORETYPE:STRING=//p' "$build/CMakeCache.txt")
+if [ -n "$coretype" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE="$coretype"; fi
 "$build/tools/nsv/nsv" report "$@"
 # Open MPI's all-reduce algorithms against the simulated orders -> reports/mpi/ (about a minute).
 NSV_BUILD_DIR="$build" "$repo/tools/mpi_orders.sh"

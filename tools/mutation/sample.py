@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""Mechanical mutation sampler: how many bugs nobody planted does the gate catch?
+
+Enumerates every mutation site of the library's and the CLI's sources (tools/mutation/sites.py:
+operator swaps, off-by-one constants, negated conditions, deleted statements, swapped
+arguments), shuffles them with a seed, and tries them in that order on a scratch copy of the
+tree: apply one, rebuild incrementally, run the gate until its first failure, restore. A mutant
+that does not compile is stillborn and does not count; the run stops when N mutants compiled.
+
+Every verdict is appended to a results file as it is reached, so a run interrupted (or cut by
+--time-budget) resumes where it stopped, and runs at later commits add to the same sample.
+Survivors are triaged by hand in the triage file (equivalent, with the reason; or killed by a
+new property, which --rerun-survivors verifies by running them again). The report is rendered
+from the results and the triage.
+
+  tools/mutation/sample.py --sample 150 --seed 20261202 --scratch ../nsv-mutation
+  tools/mutation/sample.py --list --sample 20          # the first 20 sites of the sample
+  tools/mutation/sample.py --rerun-survivors           # after adding properties
+  tools/mutation/sample.py --render-only
+
+The scratch folder must be outside the repository. Beside it (under the same parent) with
+ccache installed, the scratch build reuses the repository build's objects and each restore is
+a cache hit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gate  # noqa: E402
+import sites  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+# lib/cuda is built only with a CUDA toolchain: its mutants could not be judged on this machine.
+DEFAULT_EXCLUDED = ["lib/cuda/"]
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p.add_argument("--sample", type=int, default=150, help="mutants that compile to judge (default 150)")
+    p.add_argument("--seed", type=int, default=20261202, help="the sample's seed (default 20261202)")
+    p.add_argument("--folders", nargs="+", default=["lib", "tools/nsv"], help="source folders (default lib tools/nsv)")
+    p.add_argument("--scratch", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "nsv-mutation",
+                   help="scratch folder outside the repository (default $TMPDIR/nsv-mutation)")
+    p.add_argument("--results", type=Path, default=REPO / "reports/mutation/results.jsonl")
+    p.add_argument("--triage", type=Path, default=REPO / "reports/mutation/triage.json")
+    p.add_argument("--out", type=Path, default=REPO / "reports/mutation.md")
+    p.add_argument("--time-budget", type=float, default=0,
+                   help="start no new mutant after this many seconds (0: no limit); rerun to resume")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build jobs and test slots (default: cores)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--list", action="store_true", help="print the sample's sites, run nothing")
+    mode.add_argument("--rerun-survivors", action="store_true", help="judge every survivor again on the current gate")
+    mode.add_argument("--render-only", action="store_true", help="rewrite the report from the results and triage")
+    args = p.parse_args()
+    if args.sample < 1:
+        p.error("--sample must be at least 1")
+    scratch = args.scratch.resolve()
+    if scratch == REPO or REPO in scratch.parents:
+        p.error(f"the scratch folder must be outside the repository (got {args.scratch})")
+    args.scratch = scratch
+    return args
+
+
+def shuffled_sites(root: Path, folders: list[str], seed: int) -> list[sites.Site]:
+    order = sites.all_sites(root, folders, DEFAULT_EXCLUDED)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def load_results(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                sys.exit(f"sample.py: {path}:{number} is not a JSON line ({e}); fix or remove it")
+    return rows
+
+
+def commit() -> str:
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "lib", "tools/nsv", "properties"],
+                           capture_output=True, text=True).stdout.strip()
+    return (head.stdout.strip() or "unknown") + ("+changes" if dirty else "")
+
+
+class Scratch:
+    """A copy of the tree with its own build, where one mutant at a time is applied."""
+
+    def __init__(self, folder: Path, jobs: int):
+        self.tree = folder / "tree"
+        self.build = self.tree / "build"
+        self.logs = folder / "logs"
+        self.marker = folder / "mutant_in_place.json"
+        self.jobs = jobs
+
+    def sync(self) -> None:
+        """Copies the tracked and untracked files over the scratch tree (modification times
+        kept, so the build stays incremental). A file left mutated by an interrupted run is
+        written anew, so its stale object is rebuilt."""
+        self.tree.mkdir(parents=True, exist_ok=True)
+        files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
+                               check=True, capture_output=True).stdout
+        pack = subprocess.Popen(["tar", "--null", "-T", "-", "-cf", "-"], cwd=REPO, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        unpack = subprocess.Popen(["tar", "-x", "-C", str(self.tree)], stdin=pack.stdout)
+        pack.stdin.write(files)
+        pack.stdin.close()
+        if unpack.wait() != 0 or pack.wait() != 0:
+            sys.exit("sample.py: copying the tree to the scratch folder failed")
+        if self.marker.exists():
+            left = self.tree / json.loads(self.marker.read_text())["path"]
+            left.write_bytes(left.read_bytes())
+            self.marker.unlink()
+
+    def configure(self) -> None:
+        if (self.build / "build.ninja").exists():
+            return
+        args = ["cmake", "-S", str(self.tree), "-B", str(self.build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                "-DNSV_WITH_CUDA=OFF"]
+        if shutil.which("ccache"):
+            args.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+
+    def compile(self, log: Path) -> tuple[bool, float]:
+        start = time.monotonic()
+        with open(log, "w") as out:
+            code = subprocess.run(["cmake", "--build", str(self.build), "-j", str(self.jobs)], stdout=out,
+                                  stderr=subprocess.STDOUT).returncode
+        return code == 0, time.monotonic() - start
+
+    def judge(self, site: sites.Site, tests: list[gate.GateTest]) -> dict:
+        """Applies the mutant, rebuilds, runs the gate to its first failure, restores."""
+        path = self.tree / site.path
+        original = path.read_bytes()
+        lines = original.decode("utf-8").split("\n")
+        if lines[site.line - 1] != site.before:
+            raise RuntimeError(f"{site.path}:{site.line} differs from the enumerated line")
+        lines[site.line - 1] = site.after
+        self.marker.write_text(json.dumps({"path": site.path}))
+        path.write_text("\n".join(lines), encoding="utf-8")
+        try:
+            self.logs.mkdir(parents=True, exist_ok=True)
+            built, build_s = self.compile(self.logs / "build.log")
+            if not built:
+                return {"verdict": "stillborn", "build_s": round(build_s, 1)}
+            outcome = gate.run(self.build, tests, self.jobs, stop_at_first_failure=True, log_dir=self.logs)
+            verdict = "killed" if outcome.failed else "survived"
+            return {"verdict": verdict, "killer": outcome.failed, "build_s": round(build_s, 1),
+                    "test_s": round(outcome.seconds, 1)}
+        finally:
+            # Written anew (not its old modification time): the next build recompiles the original.
+            path.write_bytes(original)
+            self.marker.unlink()
+
+
+def record(site: sites.Site, seed: int, verdict: dict) -> dict:
+    return {"key": site.key, "path": site.path, "line": site.line, "operator": site.operator,
+            "before": site.before.strip(), "after": site.after.strip(), "seed": seed, "commit": commit(), **verdict}
+
+
+def baseline(scratch: Scratch) -> list[gate.GateTest]:
+    """The unmutated gate must pass; its durations order the tests."""
+    built, build_s = scratch.compile(scratch.logs / "baseline_build.log")
+    if not built:
+        sys.exit(f"sample.py: the unmutated scratch tree does not build (see {scratch.logs / 'baseline_build.log'})")
+    print(f"sample: unmutated build {build_s:.0f} s; running the whole gate once", file=sys.stderr)
+    tests = gate.gate_tests(scratch.build)
+    outcome = gate.run(scratch.build, tests, scratch.jobs, stop_at_first_failure=False, log_dir=scratch.logs / "baseline")
+    if outcome.failed:
+        sys.exit(f"sample.py: the unmutated gate fails ({outcome.failed}); fix that first")
+    for t in tests:
+        t.baseline_s = outcome.durations.get(t.name, 0)
+    print(f"sample: the unmutated gate passed in {outcome.seconds:.0f} s", file=sys.stderr)
+    return tests
+
+
+def count_kills(tests: list[gate.GateTest], rows: list[dict]) -> None:
+    by_name = {t.name: t for t in tests}
+    for r in rows:
+        killer = (r.get("killer") or "").split(" (")[0]
+        if killer in by_name:
+            by_name[killer].kills += 1
+
+
+def append(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as out:
+        out.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+def run_sample(args: argparse.Namespace, scratch: Scratch, tests: list[gate.GateTest]) -> None:
+    rows = load_results(args.results)
+    done = {r["key"]: r for r in rows if r.get("seed") == args.seed}
+    count_kills(tests, rows)
+    valid = sum(1 for r in done.values() if r["verdict"] != "stillborn")
+    start = time.monotonic()
+    for site in shuffled_sites(scratch.tree, args.folders, args.seed):
+        if valid >= args.sample:
+            break
+        if site.key in done:
+            continue
+        if args.time_budget and time.monotonic() - start > args.time_budget:
+            print(f"sample: time budget spent with {valid} of {args.sample} mutants judged; rerun to resume",
+                  file=sys.stderr)
+            break
+        print(f"sample: [{valid + 1}/{args.sample}] {site.path}:{site.line} {site.operator}: "
+              f"{site.before.strip()}  ->  {site.after.strip()}", file=sys.stderr)
+        row = record(site, args.seed, scratch.judge(site, tests))
+        append(args.results, row)
+        done[site.key] = row
+        if row["verdict"] != "stillborn":
+            valid += 1
+        if row["verdict"] == "killed":
+            count_kills(tests, [row])
+        print(f"sample:    {row['verdict']}" + (f" by {row['killer']}" if row.get("killer") else ""), file=sys.stderr)
+
+
+def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate.GateTest]) -> None:
+    rows = load_results(args.results)
+    count_kills(tests, rows)
+    current = {s.key: s for s in sites.all_sites(scratch.tree, args.folders, DEFAULT_EXCLUDED)}
+    for r in rows:
+        if r["verdict"] != "survived":
+            continue
+        site = current.get(r["key"])
+        if site is None:
+            r["rerun"] = {"verdict": "gone", "commit": commit()}  # the line no longer exists
+            continue
+        print(f"sample: rerun {site.path}:{site.line} {site.operator}", file=sys.stderr)
+        again = scratch.judge(site, tests)
+        r["rerun"] = {**again, "commit": commit()}
+    tmp = args.results.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    tmp.replace(args.results)
+
+
+def main() -> None:
+    args = parse_args()
+    if args.list:
+        for s in shuffled_sites(REPO, args.folders, args.seed)[:args.sample]:
+            print(f"{s.path}:{s.line} {s.operator}: {s.before.strip()}  ->  {s.after.strip()}")
+        return
+    if not args.render_only:
+        scratch = Scratch(args.scratch, args.jobs)
+        scratch.sync()
+        scratch.configure()
+        tests = baseline(scratch)
+        if args.rerun_survivors:
+            rerun_survivors(args, scratch, tests)
+        else:
+            run_sample(args, scratch, tests)
+    import report  # noqa: E402  (jinja2 only where a report is written)
+    report.write(args, load_results(args.results))
+    print(f"sample: wrote {args.out.relative_to(REPO) if REPO in args.out.parents else args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
