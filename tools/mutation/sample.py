@@ -108,6 +108,7 @@ class Scratch:
         self.logs = folder / "logs"
         self.marker = folder / "mutant_in_place.json"
         self.jobs = jobs
+        self.logs.mkdir(parents=True, exist_ok=True)
 
     def sync(self) -> None:
         """Copies the tracked and untracked files over the scratch tree (modification times
@@ -121,7 +122,9 @@ class Scratch:
         unpack = subprocess.Popen(["tar", "-x", "-C", str(self.tree)], stdin=pack.stdout)
         pack.stdin.write(files)
         pack.stdin.close()
-        if unpack.wait() != 0 or pack.wait() != 0:
+        # GNU tar exits with 1 when a file changed while it read it (an output another job is
+        # writing, e.g. a report's .partial file): copied as it was, and no source of the build.
+        if unpack.wait() != 0 or pack.wait() not in (0, 1):
             sys.exit("sample.py: copying the tree to the scratch folder failed")
         if self.marker.exists():
             left = self.tree / json.loads(self.marker.read_text())["path"]
@@ -155,7 +158,6 @@ class Scratch:
         self.marker.write_text(json.dumps({"path": site.path}))
         path.write_text("\n".join(lines), encoding="utf-8")
         try:
-            self.logs.mkdir(parents=True, exist_ok=True)
             built, build_s = self.compile(self.logs / "build.log")
             if not built:
                 return {"verdict": "stillborn", "build_s": round(build_s, 1)}
