@@ -89,6 +89,8 @@ def run(build: Path, tests: list[GateTest], cores: int, stop_at_first_failure: b
             running[test.name] = (proc, time.monotonic(), test)
         time.sleep(0.1)
         for name, (proc, began, test) in list(running.items()):
+            if name not in running:  # stopped with the others after a failure
+                continue
             elapsed = time.monotonic() - began
             code = proc.poll()
             if code is None and elapsed > _limit(test):
