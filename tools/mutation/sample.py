@@ -106,30 +106,24 @@ class Scratch:
         self.tree = folder / "tree"
         self.build = self.tree / "build"
         self.logs = folder / "logs"
-        self.marker = folder / "mutant_in_place.json"
         self.jobs = jobs
         self.logs.mkdir(parents=True, exist_ok=True)
 
     def sync(self) -> None:
-        """Copies the tracked and untracked files over the scratch tree (modification times
-        kept, so the build stays incremental). A file left mutated by an interrupted run is
-        written anew, so its stale object is rebuilt."""
-        self.tree.mkdir(parents=True, exist_ok=True)
-        files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
-                               check=True, capture_output=True).stdout
-        pack = subprocess.Popen(["tar", "--null", "-T", "-", "-cf", "-"], cwd=REPO, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE)
-        unpack = subprocess.Popen(["tar", "-x", "-C", str(self.tree)], stdin=pack.stdout)
-        pack.stdin.write(files)
-        pack.stdin.close()
-        # GNU tar exits with 1 when a file changed while it read it (an output another job is
-        # writing, e.g. a report's .partial file): copied as it was, and no source of the build.
-        if unpack.wait() != 0 or pack.wait() not in (0, 1):
-            sys.exit("sample.py: copying the tree to the scratch folder failed")
-        if self.marker.exists():
-            left = self.tree / json.loads(self.marker.read_text())["path"]
-            left.write_bytes(left.read_bytes())
-            self.marker.unlink()
+        """Copies the tracked and untracked files whose content differs from the scratch
+        tree's. A copied file gets a new modification time, so the build recompiles it, also
+        a file an interrupted run left mutated; an unchanged file keeps its time and its
+        objects."""
+        listing = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
+                                 check=True, capture_output=True).stdout
+        for name in filter(None, listing.decode("utf-8").split("\0")):
+            source, target = REPO / name, self.tree / name
+            if not source.is_file():
+                continue  # deleted in the working tree, still listed by the index
+            if target.is_file() and target.read_bytes() == source.read_bytes():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
 
     def configure(self) -> None:
         if (self.build / "build.ninja").exists():
@@ -155,7 +149,6 @@ class Scratch:
         if lines[site.line - 1] != site.before:
             raise RuntimeError(f"{site.path}:{site.line} differs from the enumerated line")
         lines[site.line - 1] = site.after
-        self.marker.write_text(json.dumps({"path": site.path}))
         path.write_text("\n".join(lines), encoding="utf-8")
         try:
             built, build_s = self.compile(self.logs / "build.log")
@@ -168,7 +161,6 @@ class Scratch:
         finally:
             # Written anew (not its old modification time): the next build recompiles the original.
             path.write_bytes(original)
-            self.marker.unlink()
 
 
 def record(site: sites.Site, seed: int, verdict: dict) -> dict:
