@@ -14,10 +14,14 @@
 //             stay within S5's bound (properties/sharding/allreduce_bound.hpp: 2 S + N1, N1 being
 //             the native run's own 1-step noise) at fp32 for sides >= 8, the range S5 is made for;
 //             the strategies without an all-reduce equal the fixed mode's bits.
+//   M-handed  handed(), what MpiCommunicator says it handed to MPI, equals the calls and buffer
+//             bytes its MPI calls were really given, tallied by interposed collectives
+//             (mpi_call_tally.hpp): a second count, made outside the library.
 //   M-pool    the sweeps' work pool: each item consumed once, a failing item reported, no hang.
 // Negative controls (the checks can fail): one fp32 ulp changed in one input element of a
 // rank's shard is seen by the bit comparison of M-fixed; at tp >= 3 the `reverse` order on real
-// ranks differs from the simulated `rank` order for gram_allreduce in some case of the list.
+// ranks differs from the simulated `rank` order for gram_allreduce in some case of the list; the
+// interposed tally counts a known all-reduce (3 doubles: one call, 24 bytes each way).
 //
 // The independent part: the simulation is one process computing every rank; here each process
 // sees only its shard and everything else arrives through MPI. A shard that the executions read
@@ -35,6 +39,7 @@
 
 #include "../sharding/allreduce_bound.hpp"
 #include "generators/tiers.hpp"
+#include "mpi_call_tally.hpp"
 #include "mpi_cases.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/mpi_communicator.hpp"
@@ -83,15 +88,50 @@ ShardedMatrix own_shard_only(const MatD& g, const Layout& layout, std::int64_t h
 }
 
 struct RealRun {
-  std::vector<MatD> blocks;  // rank 0 only
-  Ledger ledger;             // every row, rank 0 only
+  std::vector<MatD> blocks;     // rank 0 only
+  Ledger ledger;                // every row, rank 0 only
+  std::string handed_mismatch;  // rank 0 only: the first rank whose handed() differs from its calls
 };
+
+CallTally handed_totals(const HandedLedger& handed) {
+  CallTally t;
+  for (const HandedTraffic& h : handed) {
+    t.calls += h.mpi_calls;
+    t.send_bytes += h.send_buffer_bytes;
+    t.receive_bytes += h.receive_buffer_bytes;
+  }
+  return t;
+}
+
+// M-handed on rank 0: every rank's handed() totals beside what its MPI calls were given.
+std::string first_handed_mismatch(MPI_Comm group, const CallTally& said, const CallTally& seen) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(group, &size);
+  MPI_Comm_rank(group, &rank);
+  const std::uint64_t mine[6] = {said.calls, said.send_bytes, said.receive_bytes, seen.calls, seen.send_bytes, seen.receive_bytes};
+  std::vector<std::uint64_t> all(6 * static_cast<std::size_t>(size));
+  MPI_Gather(mine, 6, MPI_UINT64_T, all.data(), 6, MPI_UINT64_T, 0, group);
+  if (rank != 0) return {};
+  for (int r = 0; r < size; ++r) {
+    const std::uint64_t* v = all.data() + 6 * static_cast<std::size_t>(r);
+    if (v[0] != v[3] || v[1] != v[4] || v[2] != v[5])
+      return "rank " + std::to_string(r) + ": handed() says " + std::to_string(v[0]) + " calls, " + std::to_string(v[1]) +
+             " bytes sent, " + std::to_string(v[2]) + " received; its MPI calls were given " + std::to_string(v[3]) + ", " +
+             std::to_string(v[4]) + ", " + std::to_string(v[5]);
+  }
+  return {};
+}
 
 RealRun run_on_ranks(MPI_Comm group, Strategy s, const ShardedMatrix& m, const NsConfig& cfg, MpiReduction mode,
                      ReductionOrder order) {
   MpiCommunicator comm(group, mode, order);
-  const StrategyRun run = run_strategy(s, shard::backend(), m, cfg, {order, DType::fp32}, comm);
-  return {gather_blocks(group, run.outputs[static_cast<std::size_t>(comm.rank())]), gather_ledger(comm)};
+  CallTally seen;
+  const StrategyRun run = [&] {
+    const TallyScope scope(seen);
+    return run_strategy(s, shard::backend(), m, cfg, {order, DType::fp32}, comm);
+  }();
+  std::string mismatch = first_handed_mismatch(group, handed_totals(comm.handed()), seen);
+  return {gather_blocks(group, run.outputs[static_cast<std::size_t>(comm.rank())]), gather_ledger(comm), std::move(mismatch)};
 }
 
 bool same_ledger(const Ledger& a, const Ledger& b) {
@@ -167,6 +207,7 @@ void check_fixed(Checker& ck, MPI_Comm group, Strategy s, const MpiCase& c, cons
   if (const int r = first_differing_rank(real.blocks, sim.outputs, detail); r >= 0)
     ck.fail("M-fixed (real ranks == simulation)", s, "rank " + std::to_string(r) + ": " + detail);
   if (!same_ledger(real.ledger, sim.ledger)) ck.fail("M-ledger (real ledger == simulated ledger)", s, "the ledgers differ");
+  if (!real.handed_mismatch.empty()) ck.fail("M-handed (handed() == what its MPI calls were given)", s, real.handed_mismatch);
   if (promise_on(s, layout) == Promise::bit_identical) {
     const MatD target = target_result(strategy_record(s).target, shard::backend(), g, c.head_dim(), c.cfg);
     if (const int r = first_differing_rank(real.blocks, split(target, layout), detail); r >= 0)
@@ -185,6 +226,7 @@ void check_native(Checker& ck, MPI_Comm group, Strategy s, const MpiCase& c, con
   one.steps = 1;
   const RealRun native1 = reduces && in_s5_range ? run_on_ranks(group, s, mine, one, MpiReduction::native, c.order) : RealRun{};
   if (ck.rank() != 0) return;
+  if (!native.handed_mismatch.empty()) ck.fail("M-handed (handed() == what its MPI calls were given)", s, native.handed_mismatch);
   const StrategyRun sim = run_strategy(s, shard::backend(), shard_matrix(g, layout, c.head_dim()), c.cfg, {c.order, DType::fp32});
   std::string detail;
   if (!reduces) {
@@ -279,6 +321,24 @@ bool check_work_pool(int world_rank, int world_size) {
   return all_ok != 0;
 }
 
+// The negative control of M-handed: the interposed tally sees a known call (a tally that saw
+// nothing would make M-handed hold for any handed() of a strategy that does not communicate).
+bool tally_sees_a_known_call() {
+  double values[3] = {1, 2, 3};
+  CallTally seen;
+  {
+    const TallyScope scope(seen);
+    MPI_Allreduce(MPI_IN_PLACE, values, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  }
+  const bool ok = seen == CallTally{1, 24, 24};
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (!ok && rank == 0)
+    std::cerr << "negative control fails: the interposed tally saw " << seen.calls << " calls, " << seen.send_bytes << " / "
+              << seen.receive_bytes << " bytes for one all-reduce of 3 doubles (1, 24, 24)\n";
+  return ok;
+}
+
 int run() {
   const MpiSession session;
   const std::uint64_t seed = env_or("NSV_MPI_SEED", 15);
@@ -288,7 +348,8 @@ int run() {
   // processes runs N / tp groups, each on its own sub-communicator.
   std::vector<int> tps = {session.world_size()};
   if (session.world_size() > 2 && session.world_size() % 2 == 0) tps.push_back(2);
-  bool ok = check_work_pool(session.world_rank(), session.world_size());
+  bool ok = tally_sees_a_known_call();
+  ok = check_work_pool(session.world_rank(), session.world_size()) && ok;
   for (int tp : tps) {
     const TpGroup group = split_into_tp_groups(tp);
     bool reverse_differed = false;

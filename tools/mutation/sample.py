@@ -58,6 +58,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "reports/mutation.md")
     p.add_argument("--time-budget", type=float, default=0,
                    help="start no new mutant after this many seconds (0: no limit); rerun to resume")
+    p.add_argument("--match", default="", help="with --rerun-survivors: only survivors whose file path contains this")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build jobs and test slots (default: cores)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the sample's sites, run nothing")
@@ -230,7 +231,7 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
     count_kills(tests, rows)
     current = {s.key: s for s in sites.all_sites(scratch.tree, args.folders, DEFAULT_EXCLUDED)}
     for r in rows:
-        if r["verdict"] != "survived":
+        if r["verdict"] != "survived" or args.match not in r["path"]:
             continue
         site = current.get(r["key"])
         if site is None:
