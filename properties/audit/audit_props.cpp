@@ -173,6 +173,9 @@ BOOST_AUTO_TEST_CASE(mixtral_router_replicated_and_experts_one_per_rank) {
   BOOST_TEST(w1.param.copies == 8);
   BOOST_TEST(w1.expert_parallel->experts_per_rank == std::vector<std::int64_t>(8, 1), boost::test_tools::per_element());
   BOOST_TEST(w1.expert_parallel->ranks[0].flops == w1.whole_ns_flops);
+  // Under expert parallelism a rank orthogonalizes whole experts it holds: nothing travels.
+  for (const RankCost& r : w1.expert_parallel->ranks)
+    BOOST_TEST((r.bytes_sent == 0u && r.bytes_received == 0u && r.messages == 0u && r.extra_memory == 0u));
   BOOST_TEST(w1.shard_sizes == std::vector<std::int64_t>(8, 1792), boost::test_tools::per_element());  // 14336 / 8
   const ExpertTotals& e = *a.totals.experts;
   BOOST_TEST(e.matrices_per_step == 3 * 8 * 32);
