@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Documented options do what their --help says, at their limits (issue 13: mutation survivors
+# showed options that could vanish or move a bound with no test failing):
+#   - every range `--help` prints as [lo - hi] is inclusive: hi is accepted, hi + 1 refused;
+#   - the generated-model options of `nsv step` shape the model: with --kv-heads K and
+#     --head-dim D, k_proj and v_proj have K x D rows (Llama's layout, README "nsv step").
+# Usage: documented_options.sh NSV_BINARY
+set -u
+nsv="$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+# A range's upper limit accepted, one past it refused with the option named.
+at_limit() {  # $1 option, $2 limit, rest: the command before the option
+  local option="$1" limit="$2"; shift 2
+  if "$@" "$option" "$limit" >"$work/out" 2>&1; then ok "$option $limit accepted"; else bad "$option $limit refused: $(head -c 200 "$work/out")"; fi
+  if "$@" "$option" $((limit + 1)) >"$work/out" 2>&1; then
+    bad "$option $((limit + 1)) accepted"
+  elif grep -q -- "$option" "$work/out"; then
+    ok "$option $((limit + 1)) refused, naming $option"
+  else
+    bad "$option $((limit + 1)) refused without naming the option: $(head -c 200 "$work/out")"
+  fi
+}
+sweep=("$nsv" sweep --shapes 4x4 --tp 1 --strategy shard --quiet --out "$work/s.csv")
+at_limit --steps 1000 "${sweep[@]}"
+at_limit --steps 1000 "$nsv" step --generate --hidden 8 --heads 2 --kv-heads 2 --head-dim 4 --intermediate 8 --tp 2 --json
+
+# The generated model has the shape its options give it.
+if "$nsv" step --generate --hidden 16 --heads 4 --kv-heads 2 --head-dim 4 --intermediate 32 --tp 2 --json >"$work/step.json" 2>"$work/err"; then
+  rows=$(/usr/bin/python3 -c '
+import json, sys
+params = {p["name"]: p for p in json.load(open(sys.argv[1]))["steps"][0]["params"]}
+print(" ".join(str(params[n]["rows"]) + "x" + str(params[n]["cols"]) for n in ("q_proj", "k_proj", "v_proj", "gate_proj")))' "$work/step.json")
+  # q: heads x head_dim = 16 rows; k, v: kv_heads x head_dim = 8; gate: intermediate 32; all by hidden 16.
+  [ "$rows" = "16x16 8x16 8x16 32x16" ] && ok "generated model shapes: $rows" || bad "generated model shapes: $rows, expected 16x16 8x16 8x16 32x16"
+else
+  bad "nsv step --generate with --kv-heads failed: $(head -c 300 "$work/err")"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
