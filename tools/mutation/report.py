@@ -70,7 +70,7 @@ def write(args, rows: list[dict]) -> None:
         "median_build_s": statistics.median([r["build_s"] for r in judged]) if judged else None,
         "median_test_s": statistics.median([r["test_s"] for r in judged]) if judged else None,
         "total_s": sum(r.get("build_s", 0) + r.get("test_s", 0) for r in sample),
-        "survivors": [{**r, "final": final_verdict(r), "triage": triage.get(r["key"], {})} for r in survivors],
+        "survivors": [{**r, "final": final_verdict(r), "triage": {"status": "", "reason": "", **triage.get(r["key"], {})}} for r in survivors],
     }
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)

@@ -117,6 +117,7 @@ class Scratch:
         objects."""
         listing = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
                                  check=True, capture_output=True).stdout
+        self.source = commit()  # what the scratch tree holds from now on: each verdict is stamped with it
         for name in filter(None, listing.decode("utf-8").split("\0")):
             source, target = REPO / name, self.tree / name
             if not source.is_file():
@@ -164,9 +165,9 @@ class Scratch:
             path.write_bytes(original)
 
 
-def record(site: sites.Site, seed: int, verdict: dict) -> dict:
+def record(site: sites.Site, seed: int, source: str, verdict: dict) -> dict:
     return {"key": site.key, "path": site.path, "line": site.line, "operator": site.operator,
-            "before": site.before.strip(), "after": site.after.strip(), "seed": seed, "commit": commit(), **verdict}
+            "before": site.before.strip(), "after": site.after.strip(), "seed": seed, "commit": source, **verdict}
 
 
 def baseline(scratch: Scratch) -> list[gate.GateTest]:
@@ -216,7 +217,7 @@ def run_sample(args: argparse.Namespace, scratch: Scratch, tests: list[gate.Gate
             break
         print(f"sample: [{valid + 1}/{args.sample}] {site.path}:{site.line} {site.operator}: "
               f"{site.before.strip()}  ->  {site.after.strip()}", file=sys.stderr)
-        row = record(site, args.seed, scratch.judge(site, tests))
+        row = record(site, args.seed, scratch.source, scratch.judge(site, tests))
         append(args.results, row)
         done[site.key] = row
         if row["verdict"] != "stillborn":
@@ -235,11 +236,11 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
             continue
         site = current.get(r["key"])
         if site is None:
-            r["rerun"] = {"verdict": "gone", "commit": commit()}  # the line no longer exists
+            r["rerun"] = {"verdict": "gone", "commit": scratch.source}  # the line no longer exists
             continue
         print(f"sample: rerun {site.path}:{site.line} {site.operator}", file=sys.stderr)
         again = scratch.judge(site, tests)
-        r["rerun"] = {**again, "commit": commit()}
+        r["rerun"] = {**again, "commit": scratch.source}
     tmp = args.results.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     tmp.replace(args.results)
