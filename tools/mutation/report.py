@@ -28,6 +28,10 @@ def load_triage(path: Path) -> dict:
         sys.exit(f"sample.py: {path} is not valid JSON ({e})")
 
 
+def shown_equivalent(row: dict, triage: dict) -> bool:
+    return final_verdict(row) == "survived" and triage.get(row["key"], {}).get("status") == "equivalent"
+
+
 def tally(rows: list[dict], triage: dict, group) -> list[dict]:
     groups = collections.defaultdict(list)
     for r in rows:
@@ -36,8 +40,7 @@ def tally(rows: list[dict], triage: dict, group) -> list[dict]:
     for name in sorted(groups):
         judged = groups[name]
         killed = sum(final_verdict(r) in ("killed", "killed_later") for r in judged)
-        equivalent = sum(final_verdict(r) == "survived" and triage.get(r["key"], {}).get("status") == "equivalent"
-                         for r in judged)
+        equivalent = sum(shown_equivalent(r, triage) for r in judged)
         out.append({"name": name, "judged": len(judged), "killed": killed, "equivalent": equivalent,
                     "open": len(judged) - killed - equivalent})
     return out
@@ -50,8 +53,7 @@ def write(args, rows: list[dict]) -> None:
     survivors = [r for r in judged if r["verdict"] == "survived"]
     killed_first = sum(r["verdict"] == "killed" for r in judged)
     killed_later = sum(final_verdict(r) == "killed_later" for r in judged)
-    equivalent = sum(final_verdict(r) == "survived" and triage.get(r["key"], {}).get("status") == "equivalent"
-                     for r in judged)
+    equivalent = sum(shown_equivalent(r, triage) for r in judged)
     non_equivalent = len(judged) - equivalent
     killers = collections.Counter((r.get("killer") or "").split(" (")[0] for r in judged if r["verdict"] == "killed")
     context = {
