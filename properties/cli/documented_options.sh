@@ -2,6 +2,8 @@
 # Documented options do what their --help says, at their limits (issue 13: mutation survivors
 # showed options that could vanish or move a bound with no test failing):
 #   - every range `--help` prints as [lo - hi] is inclusive: hi is accepted, hi + 1 refused;
+#   - the commands that take one tensor-parallel degree (shard, step, sweep, diagnose) take the
+#     same ones: their --help ranges for --tp agree;
 #   - the generated-model options of `nsv step` shape the model: with --kv-heads K and
 #     --head-dim D, k_proj and v_proj have K x D rows (Llama's layout, README "nsv step").
 # Usage: documented_options.sh NSV_BINARY
@@ -28,6 +30,18 @@ at_limit() {  # $1 option, $2 limit, rest: the command before the option
 sweep=("$nsv" sweep --shapes 4x4 --tp 1 --strategy shard --quiet --out "$work/s.csv")
 at_limit --steps 1000 "${sweep[@]}"
 at_limit --steps 1000 "$nsv" step --generate --hidden 8 --heads 2 --kv-heads 2 --head-dim 4 --intermediate 8 --tp 2 --json
+
+# Every command that takes one tensor-parallel degree accepts the same ones: a matrix `nsv shard`
+# takes at --tp N, `nsv step`, `nsv sweep` and `nsv diagnose` take too (their --help ranges agree).
+tp_range() {  # $1 command: the range its --help prints for --tp
+  # "[1 - 4096]" (CLI::Range) or "[1, 4096]" (integer_in): the two limits, as "1 4096"
+  "$nsv" "$1" --help 2>&1 | grep -E -- '^ *--tp ' | grep -oE '\[[0-9]+( -|,) [0-9]+\]' | head -1 | tr -d '[],-' | tr -s ' '
+}
+want=$(tp_range shard)
+for command in step sweep diagnose; do
+  got=$(tp_range "$command")
+  [ -n "$want" ] && [ "$got" = "$want" ] && ok "$command --tp range $got, as shard's" || bad "$command --tp range '$got', shard's '$want'"
+done
 
 # The generated model has the shape its options give it.
 if "$nsv" step --generate --hidden 16 --heads 4 --kv-heads 2 --head-dim 4 --intermediate 32 --tp 2 --json >"$work/step.json" 2>"$work/err"; then

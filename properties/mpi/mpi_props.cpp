@@ -345,9 +345,11 @@ int run() {
   const int first = static_cast<int>(env_or("NSV_MPI_FIRST_CASE", 0));
   const int cases = static_cast<int>(env_or("NSV_MPI_CASES", 24));
   // The whole job as one group, and (when it splits) groups of 2 running side by side: a job of N
-  // processes runs N / tp groups, each on its own sub-communicator.
+  // processes runs N / tp groups, each on its own sub-communicator. A job of 2 also runs groups of
+  // one process (tp = 1 under mpirun: each process alone, as `mpirun nsv sweep --tp 1,2` does).
   std::vector<int> tps = {session.world_size()};
   if (session.world_size() > 2 && session.world_size() % 2 == 0) tps.push_back(2);
+  if (session.world_size() == 2) tps.push_back(1);
   bool ok = tally_sees_a_known_call();
   ok = check_work_pool(session.world_rank(), session.world_size()) && ok;
   for (int tp : tps) {

@@ -11,12 +11,21 @@
 //      through P: a metric the study forgets, or evaluates with a wrong sign or term, leaves it.
 //      fp64 rounding of the evaluation (m, n <= 64, entries of size <= 1.2) is below 1e-12,
 //      allowed as 1e-9 on both sides.
-#include <boost/test/unit_test.hpp>
+#include <unistd.h>
+
+#include <Eigen/SVD>
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "check.hpp"
+#include "csv.hpp"
 #include "gram_stress.hpp"
 
 using nsv::cli::GramStressRow;
@@ -84,6 +93,109 @@ BOOST_AUTO_TEST_CASE(GS2_negative_control_the_band_rejects_a_missing_or_doubled_
     BOOST_TEST(!b.holds(0.0));
     BOOST_TEST(!b.holds(exact * std::sqrt(static_cast<double>(n * aspect))));
   }
+}
+
+
+// GS3  the test's inputs are the script's: each designed spectrum is stress_test.py's list, as
+//      written out here element by element (a second transcription of the script, sharing no
+//      code with the study's), and each built matrix has that spectrum: its singular values,
+//      by Eigen's SVD of the input, are the record's. The input is U diag(s) V^T in fp64 rounded
+//      to fp32 (all but s10): the rounding is E with |E_ij| <= 2^-24 |A_ij|, so
+//      ||E||_2 <= ||E||_F <= 2^-24 ||A||_F = 2^-24 ||s||_2, and by Weyl's inequality each
+//      singular value moves by at most that; fp64 construction and SVD add < 1e-12 (n <= 16).
+BOOST_AUTO_TEST_CASE(GS3_inputs_have_the_spectra_of_the_script) {
+  const auto ten_to = [](double from, double to, std::int64_t i, std::int64_t count) {  // torch.logspace's element i
+    return std::pow(10.0, count == 1 ? from : from + (to - from) * static_cast<double>(i) / static_cast<double>(count - 1));
+  };
+  for (const auto& [n, aspect] : kShapes) {
+    // The script's spectrum k (1..10), element i (0..n-1).
+    const auto script = [&, n = n](int k, std::int64_t i) -> double {
+      switch (k) {
+        case 1: return 0.5 * static_cast<double>(i) / static_cast<double>(n - 1);
+        case 2: return ten_to(0, -3, i, n);
+        case 3: return ten_to(0, -5, i, n);
+        case 4: return ten_to(0, -7, i, n);
+        case 5: return ten_to(0, -9, i, n);
+        case 6: return i < n / 2 ? ten_to(0, -2, i, n / 2) : 0.0;
+        case 7: return i < 10 ? ten_to(0, -1, i, 10) : 0.0;
+        case 8: return i < 2 ? ten_to(0, -0.5, i, 2) : 0.0;
+        case 9: return i < 2 ? ten_to(0, -0.5, i, 2) : ten_to(-4, -7, i - 2, n - 2);
+        default: return i < n - n / 11 ? ten_to(0, -10, i, n - n / 11) : ten_to(-4, -10, i - (n - n / 11), n / 11);
+      }
+    };
+    const GramStressSpec spec = tiny_spec(n, aspect);
+    const std::vector<nsv::cli::StressMatrix> inputs = nsv::cli::stress_matrices(spec);
+    BOOST_TEST_REQUIRE(inputs.size() == 11u);
+    for (std::size_t j = 0; j < inputs.size(); ++j) {
+      const nsv::cli::StressMatrix& s = inputs[j];
+      BOOST_TEST_REQUIRE(s.sigma.size() == static_cast<std::size_t>(n), s.spectrum << " has " << s.sigma.size() << " values");
+      if (j < 10) {
+        BOOST_TEST(s.spectrum == "s" + std::to_string(j + 1));
+        BOOST_TEST(s.float64 == (j == 9));
+        for (std::int64_t i = 0; i < n; ++i)
+          BOOST_TEST(s.sigma[static_cast<std::size_t>(i)] == script(static_cast<int>(j + 1), i),
+                     s.spectrum << "[" << i << "] = " << s.sigma[static_cast<std::size_t>(i)] << ", the script's "
+                                << script(static_cast<int>(j + 1), i) << " (n " << n << ")");
+      }
+      std::vector<double> want = s.sigma;
+      std::sort(want.begin(), want.end(), std::greater<>());
+      double norm2 = 0;
+      for (const double v : want) norm2 += v * v;
+      const double allowed = (s.float64 ? 0.0 : 0x1.0p-24 * std::sqrt(norm2)) + 1e-12;
+      const Eigen::VectorXd got = Eigen::JacobiSVD<Eigen::MatrixXd>(nsv::cli::stress_input(s, spec, j)).singularValues();
+      BOOST_TEST_REQUIRE(got.size() == n);
+      for (std::int64_t i = 0; i < n; ++i)
+        BOOST_TEST(std::abs(got(i) - want[static_cast<std::size_t>(i)]) <= allowed,
+                   s.spectrum << ": singular value " << i << " of the input is " << got(i) << ", its spectrum's "
+                              << want[static_cast<std::size_t>(i)] << " (allowed " << allowed << ")");
+    }
+  }
+}
+
+// GS4  the summary read back from gram_stress.csv counts as blow-ups exactly the runs whose
+//      metrics are non-finite, and its median and maximum are those of the rows: written with
+//      csv_line from rows whose values are known (one run of the tiny test with two of its rows
+//      made blow-ups, as polar_metrics reports them: every metric inf), and recomputed here
+//      directly (median: the element of index count/2 of the sorted values, as the report defines it).
+BOOST_AUTO_TEST_CASE(GS4_summary_counts_the_blowups_and_summarizes_the_rows_it_reads) {
+  const GramStressSpec spec = tiny_spec(12, 2);
+  std::vector<GramStressRow> rows = nsv::cli::run_gram_stress(spec);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const PolarMetrics blowup{inf, inf, inf, inf, inf};
+  rows[0].ours = blowup;
+  rows[3].ours = blowup;
+  const std::string path = (std::filesystem::temp_directory_path() / ("nsv_gs4_" + std::to_string(::getpid()) + ".csv")).string();
+  {
+    std::ofstream out(path);
+    out << nsv::cli::csv_line(nsv::cli::gram_stress_header());
+    for (const GramStressRow& r : rows) out << nsv::cli::csv_line(nsv::cli::gram_stress_fields(r));
+  }
+  const nlohmann::json summary = nsv::cli::gram_stress_summary(path, spec);
+  std::filesystem::remove(path);
+  BOOST_TEST_REQUIRE(summary.at("runs").size() == spec.restarts.size());
+  for (const nlohmann::json& run : summary.at("runs")) {
+    const std::string restarts = run.at("restart_at");
+    for (const char* method : {"reference", "ours"}) {
+      std::vector<double> orth;
+      int blowups = 0;
+      for (const GramStressRow& r : rows) {
+        if (r.restart_at != restarts) continue;
+        const PolarMetrics& m = std::string(method) == "ours" ? r.ours : r.reference;
+        orth.push_back(std::stod(nsv::cli::gram_stress_fields(r)[std::string(method) == "ours" ? 8 : 3]));  // as written: %.6g
+        blowups += std::isfinite(m.orth_error) ? 0 : 1;
+      }
+      const nlohmann::json& got = run.at(method);
+      BOOST_TEST(got.at("blowups").get<int>() == blowups, method << " restarts " << restarts);
+      BOOST_TEST(got.at("matrices").get<std::size_t>() == orth.size());
+      std::sort(orth.begin(), orth.end());
+      const auto as_number = [](const nlohmann::json& v) { return v.is_string() ? inf : v.get<double>(); };
+      BOOST_TEST(as_number(got.at("metrics").at("orth_error").at("median")) == orth[orth.size() / 2]);
+      BOOST_TEST(as_number(got.at("metrics").at("orth_error").at("max")) == orth.back());
+    }
+  }
+  // Negative control: the planted blow-ups (row 0: matrix 0 with the first restart list; row 3:
+  // matrix 1 with the second) were read, so the counts above were not all trivially zero.
+  BOOST_TEST(summary.at("runs")[0].at("ours").at("blowups").get<int>() + summary.at("runs")[1].at("ours").at("blowups").get<int>() == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

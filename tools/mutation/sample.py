@@ -57,7 +57,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "reports/mutation.md")
     p.add_argument("--time-budget", type=float, default=0,
                    help="start no new mutant after this many seconds (0: no limit); rerun to resume")
-    p.add_argument("--match", default="", help="with --rerun-survivors: only survivors whose file path contains this")
+    p.add_argument("--match", nargs="+", default=[""], metavar="TEXT",
+                   help="with --rerun-survivors: only survivors whose file path contains one of these")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build jobs and test slots (default: cores)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the sample's sites, run nothing")
@@ -229,17 +230,27 @@ def run_sample(args: argparse.Namespace, scratch: Scratch, tests: list[gate.Gate
 def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate.GateTest]) -> None:
     rows = load_results(args.results)
     count_kills(tests, rows)
-    current = {s.key: s for s in sites.all_sites(scratch.tree, args.folders, DEFAULT_EXCLUDED)}
+    every = sites.all_sites(scratch.tree, args.folders, DEFAULT_EXCLUDED)
+    current = {s.key: s for s in every}
+    # A line moved to another file (code split out) is the same mutant when its change is unique.
+    by_change: dict[tuple, list[sites.Site]] = {}
+    for s in every:
+        by_change.setdefault((s.operator, s.before.strip(), s.after.strip()), []).append(s)
     for r in rows:
-        if r["verdict"] != "survived" or args.match not in r["path"]:
+        if r["verdict"] != "survived" or not any(m in r["path"] for m in args.match):
             continue
         site = current.get(r["key"])
+        moved = by_change.get((r["operator"], r["before"], r["after"]), [])
+        if site is None and len(moved) == 1:
+            site = moved[0]
         if site is None:
             r["rerun"] = {"verdict": "gone", "commit": scratch.source}  # the line no longer exists
             continue
         print(f"sample: rerun {site.path}:{site.line} {site.operator}", file=sys.stderr)
         again = scratch.judge(site, tests)
         r["rerun"] = {**again, "commit": scratch.source}
+        if site.path != r["path"]:
+            r["rerun"]["moved_to"] = f"{site.path}:{site.line}"
     tmp = args.results.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     tmp.replace(args.results)

@@ -91,7 +91,7 @@ struct ReportCommand {
   std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, training = kDefaultTraining,
               python = "/usr/bin/python3",
               plot_script = "tools/plot_report.py", render_script = "tools/report/render_report.py";
-  bool quick = false, quiet = false, no_plots = false, resume = false, audits_only = false;
+  bool quick = false, quiet = false, no_plots = false, resume = false, audits_only = false, print_plan = false;
   std::string only;  // --only SECTION (partial_sections); --audits-only is --only audits
   int threads = 0;
 
@@ -168,6 +168,10 @@ struct ReportCommand {
   void run() {
     if (audits_only && !only.empty()) throw std::invalid_argument("give either --audits-only or --only, not both");
     if (audits_only) only = "audits";
+    if (print_plan) {
+      std::printf("%s\n", plan_json(make_report_plan(quick)).dump(1).c_str());
+      return;
+    }
     if (!only.empty()) return run_only();
     const ReportPlan plan = make_report_plan(quick);
     // Check every input before writing anything.
@@ -300,6 +304,8 @@ void add_report_command(CLI::App& app) {
       ->check(CLI::IsMember(sections));
   cmd->add_option("--threads", st->threads, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")->check(thread_count());
   cmd->add_flag("--quiet", st->quiet, "no progress output");
+  cmd->add_flag("--print-plan", st->print_plan,
+                "print what the report would run (report.json's \"plan\": every sweep, study and audit) as JSON; run nothing");
   cmd->callback([st] { st->run(); });
 }
 

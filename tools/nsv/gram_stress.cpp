@@ -64,12 +64,7 @@ std::vector<double> gamma_spectrum(std::int64_t n, std::uint64_t seed) {
   return v;
 }
 
-struct StressMatrix {
-  std::string spectrum;
-  int sample = 0;
-  std::vector<double> sigma;
-  bool float64 = false;  // the script builds the last designed spectrum in float64, the rest in float32
-};
+}  // namespace
 
 std::vector<StressMatrix> stress_matrices(const GramStressSpec& spec) {
   std::vector<StressMatrix> out;
@@ -81,13 +76,14 @@ std::vector<StressMatrix> stress_matrices(const GramStressSpec& spec) {
   return out;
 }
 
-// The m x n matrix (m = aspect * n, tall as the script builds it) with this spectrum.
 MatD stress_input(const StressMatrix& s, const GramStressSpec& spec, std::uint64_t seed) {
   const Eigen::VectorXd sigma = Eigen::Map<const Eigen::VectorXd>(s.sigma.data(), static_cast<Eigen::Index>(s.sigma.size()));
   MatD a = matrix_with_singular_values(sigma, spec.aspect * spec.n, spec.n, seed);
   if (!s.float64) a = a.unaryExpr([](double v) { return static_cast<double>(static_cast<float>(v)); });
   return a;
 }
+
+namespace {
 
 // polar_accuracy_metrics of the script, for a tall A and its estimated polar factor P.
 PolarMetrics polar_metrics(const MatD& a, const MatD& p, double nuclear) {

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "nsv/matrix.hpp"
+
 namespace nsv::cli {
 
 struct GramStressSpec {
@@ -43,6 +45,18 @@ struct GramStressRow {
   std::string restart_at;
   PolarMetrics reference, ours;  // standard kernel, Gram kernel
 };
+
+// One input of the test: its spectrum (the singular values, in the script's order) and sample.
+struct StressMatrix {
+  std::string spectrum;
+  int sample = 0;
+  std::vector<double> sigma;
+  bool float64 = false;  // the script builds the last designed spectrum in float64, the rest in float32
+};
+std::vector<StressMatrix> stress_matrices(const GramStressSpec&);
+// The m x n matrix (m = aspect * n, tall as the script builds it) with this spectrum, rounded to
+// fp32 unless `float64`.
+MatD stress_input(const StressMatrix&, const GramStressSpec&, std::uint64_t seed);
 
 std::vector<GramStressRow> run_gram_stress(const GramStressSpec&);
 std::vector<std::string> gram_stress_header();
