@@ -1,0 +1,146 @@
+// Oracle O5 (issue 13): the audit's whole-model totals for generated Llama and Qwen2 configs,
+// against closed forms written from the models' definitions (transformers' LlamaForCausalLM and
+// Qwen2ForCausalLM modules), not from nsverify's family records.
+//
+// For hidden h, H heads and KV key-value heads of head_dim d (h / H unless given), MLP width I,
+// L layers, vocabulary V:
+//   Muon matrices of a layer   q [H d, h], k and v [KV d, h], o [h, H d], gate and up [I, h],
+//                              down [h, I]:  M = 2 H d h + 2 KV d h + 3 I h
+//   other parameters           embeddings V h, lm_head V h unless tied; per layer two RMSNorm
+//                              weights (2 h) and the biases: Llama's attention_bias puts one on
+//                              q, k, v and o (H d + 2 KV d + h), its mlp_bias on gate, up and down
+//                              (2 I + h); Qwen2 always has q/k/v biases and none on o
+//                              (H d + 2 KV d); the final norm h
+//   total                      L (M + 2 h + biases) + V h (1 or 2) + h
+//   NS FLOPs of a step         sum over the layer's matrices (p = min side, q = max side) of
+//                              DeepSpeed's default kernel (Gram loop, 5 steps, restart before 2):
+//                              two Grams and two applications (2 p^2 q each) and 14 n x n
+//                              products (2 p^3 each: 3 + 2 + 3 + 4 + 2 over the five steps, counted
+//                              by hand from the loop of SPEC §1.2), i.e. 8 p^2 q + 28 p^3; on a square
+//                              matrix the standard loop, 5 (2 p^3 + 2 p^3 + 2 p^3) = 30 p^3; times L
+// What makes it independent: every count is written here from the module definitions; the
+// library's side is its family records (architectures.cpp), its config reader and ns_flops'
+// step loop. Generated configs cover GQA and MHA, tied and untied embeddings, explicit head_dim
+// (Gemma-like, H d != h) and the biases both families can carry.
+#include <boost/test/unit_test.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "check.hpp"
+#include "nsv/audit.hpp"
+#include "nsv/model_config.hpp"
+
+using nlohmann::json;
+using namespace nsv;
+
+namespace {
+
+struct Generated {
+  bool qwen2 = false;
+  std::int64_t h = 0, heads = 0, kv = 0, d = 0, inter = 0, layers = 0, vocab = 0;
+  bool explicit_head_dim = false, tied = false, attention_bias = false, mlp_bias = false;
+};
+
+json config_json(const Generated& g) {
+  json j = {{"architectures", {g.qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+            {"hidden_size", g.h},
+            {"num_attention_heads", g.heads},
+            {"num_key_value_heads", g.kv},
+            {"intermediate_size", g.inter},
+            {"num_hidden_layers", g.layers},
+            {"vocab_size", g.vocab},
+            {"tie_word_embeddings", g.tied}};
+  if (g.explicit_head_dim) j["head_dim"] = g.d;
+  if (!g.qwen2) {
+    j["attention_bias"] = g.attention_bias;
+    j["mlp_bias"] = g.mlp_bias;
+  }
+  return j;
+}
+
+rc::Gen<Generated> generated_configs() {
+  return rc::gen::apply(
+      [](bool qwen2, int kv, int group, int d_units, bool explicit_head_dim, int h_units, int inter_units, int layers, int vocab,
+         bool tied, bool attention_bias, bool mlp_bias) {
+        Generated g;
+        g.qwen2 = qwen2;
+        g.kv = kv;
+        g.heads = static_cast<std::int64_t>(kv) * group;
+        g.explicit_head_dim = explicit_head_dim;
+        g.d = 8 * d_units;
+        g.h = explicit_head_dim ? 16 * h_units : g.heads * g.d;  // without head_dim, d = h / H
+        g.inter = 16 * inter_units;
+        g.layers = layers;
+        g.vocab = vocab;
+        g.tied = tied;
+        g.attention_bias = !qwen2 && attention_bias;
+        g.mlp_bias = !qwen2 && mlp_bias;
+        return g;
+      },
+      rc::gen::arbitrary<bool>(), rc::gen::inRange(1, 5), rc::gen::inRange(1, 5), rc::gen::inRange(1, 9),
+      rc::gen::arbitrary<bool>(), rc::gen::inRange(1, 33), rc::gen::inRange(1, 65), rc::gen::inRange(1, 5),
+      rc::gen::inRange(1, 5000), rc::gen::arbitrary<bool>(), rc::gen::arbitrary<bool>(), rc::gen::arbitrary<bool>());
+}
+
+std::int64_t muon_per_layer(const Generated& g) {
+  return 2 * g.heads * g.d * g.h + 2 * g.kv * g.d * g.h + 3 * g.inter * g.h;
+}
+
+std::int64_t biases_per_layer(const Generated& g) {
+  if (g.qwen2) return g.heads * g.d + 2 * g.kv * g.d;
+  return (g.attention_bias ? g.heads * g.d + 2 * g.kv * g.d + g.h : 0) + (g.mlp_bias ? 2 * g.inter + g.h : 0);
+}
+
+std::uint64_t default_kernel_flops(std::int64_t rows, std::int64_t cols) {
+  const auto p = static_cast<std::uint64_t>(std::min(rows, cols)), q = static_cast<std::uint64_t>(std::max(rows, cols));
+  return p == q ? 30 * p * p * p : 8 * p * p * q + 28 * p * p * p;
+}
+
+std::uint64_t ns_flops_per_layer(const Generated& g) {
+  const std::int64_t qw = g.heads * g.d, kvw = g.kv * g.d;
+  return default_kernel_flops(qw, g.h) + 2 * default_kernel_flops(kvw, g.h) + default_kernel_flops(g.h, qw) +
+         2 * default_kernel_flops(g.inter, g.h) + default_kernel_flops(g.h, g.inter);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(closed_forms)
+
+NSV_PROPERTY(O5_audit_totals_equal_the_closed_forms_of_generated_configs, ()) {
+  const Generated g = *generated_configs();
+  const int tp = *rc::gen::element(1, 2, 4, 8);
+  RC_TAG(g.qwen2 ? "qwen2" : "llama");
+  RC_CLASSIFY(g.kv < g.heads, "GQA");
+  RC_CLASSIFY(g.tied, "tied");
+  RC_CLASSIFY(g.explicit_head_dim && g.heads * g.d != g.h, "H d != h");
+  RC_LOG() << config_json(g).dump() << " tp " << tp << "\n";
+  const ModelConfig model = parse_model_config(config_json(g), "generated.json");
+  AuditOptions o;
+  o.tp = tp;
+  const AuditTotals t = run_audit(model, o).totals;
+  const std::int64_t muon = g.layers * muon_per_layer(g);
+  const std::int64_t total = g.layers * (muon_per_layer(g) + 2 * g.h + biases_per_layer(g)) + g.vocab * g.h * (g.tied ? 1 : 2) + g.h;
+  RC_ASSERT(t.layers == g.layers);
+  RC_ASSERT(t.muon_params_per_layer == muon_per_layer(g));
+  RC_ASSERT(t.muon_params == muon);
+  RC_ASSERT(t.total_params == total);
+  RC_ASSERT(t.non_muon_params == total - muon);
+  RC_ASSERT(t.ns_flops_whole_per_step == static_cast<std::uint64_t>(g.layers) * ns_flops_per_layer(g));
+}
+
+// Negative controls: the closed forms see each part they count. Qwen2.5-7B's published total
+// (7,615,616,512, the Hub's safetensors count) is the formula's with its q/k/v biases and not
+// without them; a wide matrix's Gram-loop FLOPs are not the standard loop's.
+BOOST_AUTO_TEST_CASE(O5_negative_control_the_forms_see_biases_and_the_loop) {
+  Generated qwen{true, 3584, 28, 4, 128, 18944, 28, 152064, true, false, false, false};
+  const auto total = [](const Generated& g, std::int64_t biases) {
+    return g.layers * (muon_per_layer(g) + 2 * g.h + biases) + g.vocab * g.h * (g.tied ? 1 : 2) + g.h;
+  };
+  BOOST_TEST(total(qwen, biases_per_layer(qwen)) == 7615616512LL);
+  BOOST_TEST(total(qwen, 0) != 7615616512LL);
+  BOOST_TEST(default_kernel_flops(64, 256) != 5 * (2 * 64 * 64 * 256 + 2 * 64 * 64 * 64 + 2 * 64 * 64 * 256));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

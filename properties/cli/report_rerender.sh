@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The committed report is what the code renders (issue 13: no test ran `nsv report`, so a
+# mutant that broke the README's rendering, the figures or report.json's write survived).
+# On a copy of reports/, `nsv report --only audits` reruns the audits, redraws the figures and
+# renders README.md again. Claims:
+#   - it exits 0 and says what it wrote;
+#   - report.json: every section but "run" (timings) equals the committed one, the rerun audits
+#     included (they are a deterministic function of the bundled configs);
+#   - README.md equals the committed one, but for the line that times this rerun
+#     ("- audits (--only): S s");
+#   - every figure the committed README shows exists again.
+# Negative control: the README comparison reports a planted change.
+# Usage: report_rerender.sh NSV_BINARY REPORTS_DIR REPO_ROOT
+set -u
+nsv="$1" reports="$2" root="$3"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp -r "$reports" "$work/reports"
+rm -rf "$work/reports/figures"
+cd "$root" || exit 1  # the scripts' default paths (tools/plot_report.py, tools/report/...) are the repository's
+if ! "$nsv" report --only audits --quiet --out-dir "$work/reports" >"$work/out" 2>&1; then
+  echo "FAIL: nsv report --only audits: $(tail -c 600 "$work/out")"
+  exit 1
+fi
+exec /usr/bin/python3 - "$reports" "$work/reports" "$work/out" <<'PY'
+import json, os, re, sys
+
+committed, rerun, out = sys.argv[1:4]
+failed = 0
+
+def claim(ok, what):
+    global failed
+    print(("ok: " if ok else "FAIL: ") + what)
+    failed += not ok
+
+claim("wrote the audits section" in open(out).read(), "nsv report --only audits says what it wrote")
+old, new = (json.load(open(os.path.join(d, "report.json"))) for d in (committed, rerun))
+differing = sorted(k for k in set(old) | set(new) if k != "run" and old.get(k) != new.get(k))
+claim(not differing, f"report.json equals the committed one but for its timings (differing sections: {differing})")
+
+timing = re.compile(r"^- audits \(--only\): [0-9.]+ s$")
+def readme_difference(a, b):
+    """The lines of b not in a and of a not in b, except the rerun's own timing line."""
+    a_lines, b_lines = a.splitlines(), b.splitlines()
+    extra = [l for l in b_lines if l not in a_lines and not timing.match(l)]
+    missing = [l for l in a_lines if l not in b_lines]
+    return extra, missing
+
+committed_readme = open(os.path.join(committed, "README.md")).read()
+extra, missing = readme_difference(committed_readme, open(os.path.join(rerun, "README.md")).read())
+claim(not extra and not missing, f"README.md renders as committed (new lines {extra[:3]}, lost lines {missing[:3]})")
+figures = re.findall(r"\]\((figures/[^)]+\.png)\)", committed_readme)
+absent = [f for f in figures if not os.path.isfile(os.path.join(rerun, f))]
+claim(figures and not absent, f"the {len(figures)} figures of the committed README are drawn again (absent: {absent[:3]})")
+
+planted = committed_readme.replace("Timings of this run", "Timings of that run", 1)
+claim(readme_difference(committed_readme, planted) != ([], []), "negative control: a changed README line is reported")
+sys.exit(1 if failed else 0)
+PY
