@@ -83,26 +83,6 @@ MuonParam scaled_down(const MuonParam& p, std::int64_t max_elements, ShardDiverg
   }
 }
 
-// Spectrum matching. NS acts on the singular values normalized by the Frobenius norm, and a
-// Gaussian (m/f) x (n/f) matrix's normalized singular values are sqrt(f) times those of an
-// m x n one (Marchenko-Pastur: sigma ~ sqrt(m) +- sqrt(n), ||G||_F = sqrt(mn)); so are its
-// shards' against the full-size shards'. Five steps do not fully converge, so a plain proxy
-// would converge further than the real matrix. Dividing the first step's input by
-// s = sqrt(f) -- folded into its coefficients, p(x/s) = (a/s) x + (b/s^3) x^3 + (c/s^5) x^5 --
-// gives the proxy, its whole and its shards alike, the full-size distribution of normalized
-// singular values.
-NsConfig first_step_prescaled(const NsConfig& cfg, double s) {
-  NsConfig run_cfg = cfg;
-  // every step's triple written out (a cycling schedule would otherwise reuse the edited first
-  // one), and one more so that the first is never the one repeated
-  std::vector<Coeffs> triples = cfg.coeffs.expanded(std::max(cfg.steps, 2)).triples;
-  triples[0] = {triples[0].a / s, triples[0].b / (s * s * s), triples[0].c / (s * s * s * s * s)};
-  run_cfg.coeffs.triples = std::move(triples);
-  run_cfg.coeffs.after_last = AfterLast::repeat_last;
-  run_cfg.coeffs.name = cfg.coeffs.name + " (first step prescaled by 1/" + fmt::format("{:.4g}", s) + ")";
-  return run_cfg;
-}
-
 // NS of the shards of `grad` against the blocks of NS of the whole, before and after Muon's
 // aspect scale (from the shard's shape, as DeepSpeed under AutoTP, vs from the whole's).
 void measure(const MatD& grad, const Layout& layout, const NsConfig& cfg, const Backend& backend, ShardDivergence& d) {
@@ -128,6 +108,27 @@ void measure(const MatD& grad, const Layout& layout, const NsConfig& cfg, const 
 }
 
 }  // namespace
+
+// Spectrum matching. NS acts on the singular values normalized by the Frobenius norm, and a
+// Gaussian (m/f) x (n/f) matrix's normalized singular values are sqrt(f) times those of an
+// m x n one (Marchenko-Pastur: sigma ~ sqrt(m) +- sqrt(n), ||G||_F = sqrt(mn)); so are its
+// shards' against the full-size shards'. Five steps do not fully converge, so a plain proxy
+// would converge further than the real matrix. Dividing the first step's input by
+// s = sqrt(f) -- folded into its coefficients, p(x/s) = (a/s) x + (b/s^3) x^3 + (c/s^5) x^5 --
+// gives the proxy, its whole and its shards alike, the full-size distribution of normalized
+// singular values.
+NsConfig first_step_prescaled(const NsConfig& cfg, double s) {
+  NsConfig run_cfg = cfg;
+  // every step's triple written out (a cycling schedule would otherwise reuse the edited first
+  // one), and one more so that the first is never the one repeated
+  std::vector<Coeffs> triples = cfg.coeffs.expanded(std::max(cfg.steps, 2)).triples;
+  triples[0] = {triples[0].a / s, triples[0].b / (s * s * s), triples[0].c / (s * s * s * s * s)};
+  run_cfg.coeffs.triples = std::move(triples);
+  run_cfg.coeffs.after_last = AfterLast::repeat_last;
+  run_cfg.coeffs.name = cfg.coeffs.name + " (first step prescaled by 1/" + fmt::format("{:.4g}", s) + ")";
+  return run_cfg;
+}
+
 
 ShardDivergence measure_shard_divergence(const MuonParam& p, int tp, std::int64_t grain, const NsConfig& cfg,
                                          std::int64_t max_elements, std::uint64_t seed, const Backend& backend,

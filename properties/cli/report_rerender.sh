@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The committed report is what the code renders (issue 13: no test ran `nsv report`, so a
 # mutant that broke the README's rendering, the figures or report.json's write survived).
-# On a copy of reports/, `nsv report --only audits` reruns the audits, redraws the figures and
-# renders README.md again. Claims:
-#   - it exits 0 and says what it wrote;
-#   - report.json: every section but "run" (timings) equals the committed one, the rerun audits
-#     included (they are a deterministic function of the bundled configs);
-#   - README.md equals the committed one, but for the line that times this rerun
+# On a copy of reports/, `nsv report --only step`, `--only diagnosis` (no figures) and then
+# `--only audits` rerun those sections, redraw the figures and render README.md again. Claims:
+#   - each exits 0 and says what it wrote;
+#   - report.json: every section but "run" (timings) equals the committed one, the rerun
+#     sections included (each a deterministic function of the bundled fixtures);
+#   - README.md equals the committed one, but for the lines that time these reruns
 #     ("- audits (--only): S s");
 #   - every figure the committed README shows exists again.
 # Negative control: the README comparison reports a planted change.
@@ -18,10 +18,15 @@ trap 'rm -rf "$work"' EXIT
 cp -r "$reports" "$work/reports"
 rm -rf "$work/reports/figures"
 cd "$root" || exit 1  # the scripts' default paths (tools/plot_report.py, tools/report/...) are the repository's
-if ! "$nsv" report --only audits --quiet --out-dir "$work/reports" >"$work/out" 2>&1; then
-  echo "FAIL: nsv report --only audits: $(tail -c 600 "$work/out")"
-  exit 1
-fi
+for section in step diagnosis audits; do
+  plots=--no-plots
+  [ "$section" = audits ] && plots=
+  # shellcheck disable=SC2086 # $plots is one option or none
+  if ! "$nsv" report --only "$section" $plots --quiet --out-dir "$work/reports" >"$work/out" 2>&1; then
+    echo "FAIL: nsv report --only $section: $(tail -c 600 "$work/out")"
+    exit 1
+  fi
+done
 exec /usr/bin/python3 - "$reports" "$work/reports" "$work/out" <<'PY'
 import json, os, re, sys
 
@@ -38,7 +43,7 @@ old, new = (json.load(open(os.path.join(d, "report.json"))) for d in (committed,
 differing = sorted(k for k in set(old) | set(new) if k != "run" and old.get(k) != new.get(k))
 claim(not differing, f"report.json equals the committed one but for its timings (differing sections: {differing})")
 
-timing = re.compile(r"^- audits \(--only\): [0-9.]+ s$")
+timing = re.compile(r"^- (step|diagnosis|audits) \(--only\): [0-9.]+ s$")
 def readme_difference(a, b):
     """The lines of b not in a and of a not in b, except the rerun's own timing line."""
     a_lines, b_lines = a.splitlines(), b.splitlines()

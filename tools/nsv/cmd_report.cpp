@@ -134,6 +134,12 @@ struct ReportCommand {
   static const std::map<std::string, PartialSection>& partial_sections() {
     static const std::map<std::string, PartialSection> sections = {
         {"audits", {"audits", [](const ReportCommand& c, const ReportPlan& p) { return run_report_audits(c.models, p.audit_tps, c.out_dir); }}},
+        {"diagnosis", {"diagnosis", [](const ReportCommand& c, const ReportPlan&) {
+                         return run_report_diagnosis(c.runs, (fs::path(c.models) / "tiny-llama.json").string(), c.out_dir);
+                       }}},
+        {"step", {"step", [](const ReportCommand& c, const ReportPlan& p) {
+                    return step_stats(run_report_steps(p, c.grads, c.section_options()), c.grads);
+                  }}},
         {"schedules", {"schedules", [](const ReportCommand& c, const ReportPlan& p) { return run_report_schedules(p.schedules, c.section_options()); }}},
         {"gram_stability", {"gram_stability", [](const ReportCommand& c, const ReportPlan& p) { return run_report_gram_stability(p, c.section_options()); }}},
         {"training", {"training", [](const ReportCommand& c, const ReportPlan& p) {
@@ -194,29 +200,28 @@ struct ReportCommand {
     const auto amp = run_report_amplification(plan.amp, o);
     section_time("reduction-order amplification study", t0);
     t0 = Clock::now();
-    report["gram_stability"] = run_report_gram_stability(plan, o);
+    report["gram_stability"] = partial_sections().at("gram_stability").run(*this, plan);
     section_time("Gram NS stability study", t0);
     t0 = Clock::now();
-    report["schedules"] = run_report_schedules(plan.schedules, o);
+    report["schedules"] = partial_sections().at("schedules").run(*this, plan);
     section_time("coefficient schedules under sharding", t0);
     t0 = Clock::now();
-    const StepRuns steps = run_report_steps(plan, grads, o);
+    report["step"] = partial_sections().at("step").run(*this, plan);
     section_time("real-gradient Muon step", t0);
     t0 = Clock::now();
-    report["audits"] = run_report_audits(models, plan.audit_tps, out_dir);
+    report["audits"] = partial_sections().at("audits").run(*this, plan);
     section_time("model audits", t0);
     t0 = Clock::now();
-    report["diagnosis"] = run_report_diagnosis(runs, (fs::path(models) / "tiny-llama.json").string(), out_dir);
+    report["diagnosis"] = partial_sections().at("diagnosis").run(*this, plan);
     section_time("diagnosis of the training-run dumps", t0);
     t0 = Clock::now();
-    report["training"] = training_stats(run_report_training(plan, training, o));
+    report["training"] = partial_sections().at("training").run(*this, plan);
     section_time("gradients from training", t0);
 
     report["seed_tables"] = seed_table_stats(seed.rows);
     report["strategy_checks"] = strategy_check_stats(main.rows, main.skipped);
     report["divergence"] = divergence_stats(plan, main.rows, aspect.rows, spectrum.rows);
     report["communication"] = communication_stats(main.rows);
-    report["step"] = step_stats(steps, grads);
     report["amplification"] = amplification_stats(plan.amp, amp);
     report["run"].update({{"command", user_command()}, {"quick", quick}, {"threads", main.threads}});
     report["run"].update(provenance(out_dir));

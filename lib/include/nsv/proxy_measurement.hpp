@@ -41,4 +41,10 @@ ShardDivergence measure_shard_divergence(const MuonParam&, int tp, std::int64_t 
                                          std::int64_t max_elements, std::uint64_t seed, const Backend&,
                                          bool match_spectrum = true);
 
+// The configuration whose first NS step is cfg's first step applied to x / s: its triple
+// (a/s, b/s^3, c/s^5), p(x/s) = (a/s) x + (b/s^3) x^3 + (c/s^5) x^5; each later one of cfg.steps
+// cfg's own (the schedule written out step by step, so a cycling one does not reuse the edited
+// triple; past cfg.steps it repeats its last).
+NsConfig first_step_prescaled(const NsConfig& cfg, double s);
+
 }  // namespace nsv
