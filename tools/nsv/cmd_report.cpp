@@ -131,8 +131,26 @@ struct ReportCommand {
     std::string key;
     std::function<json(const ReportCommand&, const ReportPlan&)> run;
   };
+  // report.json's statistics of the four sweeps.
+  static json sweep_statistics(const ReportPlan& plan, const SweepOutcome& main, const SweepOutcome& seed,
+                               const SweepOutcome& aspect, const SweepOutcome& spectrum) {
+    return {{"seed_tables", seed_table_stats(seed.rows)},
+            {"strategy_checks", strategy_check_stats(main.rows, main.skipped)},
+            {"divergence", divergence_stats(plan, main.rows, aspect.rows, spectrum.rows)},
+            {"communication", communication_stats(main.rows)}};
+  }
+
+  // A section with an empty key writes several of report.json's keys: its result's.
   static const std::map<std::string, PartialSection>& partial_sections() {
     static const std::map<std::string, PartialSection> sections = {
+        // the sweeps' statistics from their CSVs in --out-dir (resumed: only missing cases run)
+        {"sweeps", {"", [](const ReportCommand& c, const ReportPlan& p) {
+                      SectionOptions o = c.section_options();
+                      o.resume = true;
+                      return sweep_statistics(p, run_report_sweep(p.main, "sweep", o), run_report_sweep(p.seed, "seed_sweep", o),
+                                              run_report_sweep(p.aspect, "aspect_sweep", o),
+                                              run_report_sweep(p.spectrum, "spectrum_sweep", o));
+                    }}},
         {"audits", {"audits", [](const ReportCommand& c, const ReportPlan& p) { return run_report_audits(c.models, p.audit_tps, c.out_dir); }}},
         {"diagnosis", {"diagnosis", [](const ReportCommand& c, const ReportPlan&) {
                          return run_report_diagnosis(c.runs, (fs::path(c.models) / "tiny-llama.json").string(), c.out_dir);
@@ -161,7 +179,10 @@ struct ReportCommand {
     const ReportPlan plan = make_report_plan(quick);
     const auto t0 = Clock::now();
     const PartialSection& section = partial_sections().at(only);
-    report[section.key] = section.run(*this, plan);
+    if (section.key.empty())
+      report.update(section.run(*this, plan));
+    else
+      report[section.key] = section.run(*this, plan);
     report["plan"] = plan_json(plan);
     section_time(only + " (--only)", t0);
     write_report_json();
@@ -218,10 +239,7 @@ struct ReportCommand {
     report["training"] = partial_sections().at("training").run(*this, plan);
     section_time("gradients from training", t0);
 
-    report["seed_tables"] = seed_table_stats(seed.rows);
-    report["strategy_checks"] = strategy_check_stats(main.rows, main.skipped);
-    report["divergence"] = divergence_stats(plan, main.rows, aspect.rows, spectrum.rows);
-    report["communication"] = communication_stats(main.rows);
+    report.update(sweep_statistics(plan, main, seed, aspect, spectrum));
     report["amplification"] = amplification_stats(plan.amp, amp);
     report["run"].update({{"command", user_command()}, {"quick", quick}, {"threads", main.threads}});
     report["run"].update(provenance(out_dir));
