@@ -18,6 +18,12 @@
 //                              products (2 p^3 each: 3 + 2 + 3 + 4 + 2 over the five steps, counted
 //                              by hand from the loop of SPEC §1.2), i.e. 8 p^2 q + 28 p^3; on a square
 //                              matrix the standard loop, 5 (2 p^3 + 2 p^3 + 2 p^3) = 30 p^3; times L
+// O5b The audit's note on shard-local aspect scales (DeepSpeed under AutoTP scales each shard
+//      by its own sqrt(rows/cols) when rows > cols) names exactly the matrices where some
+//      non-empty shard's scale is not the whole matrix's, with the least and largest shard
+//      scale: recomputed here from each matrix's shape and its shard widths along its split
+//      axis (the widths are the sharding's, checked by the sharding properties; the scale rule,
+//      the choice of matrices and the extremes are this oracle's).
 // What makes it independent: every count is written here from the module definitions; the
 // library's side is its family records (architectures.cpp), its config reader and ns_flops'
 // step loop. Generated configs cover GQA and MHA, tied and untied embeddings, explicit head_dim
@@ -26,7 +32,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <cmath>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "check.hpp"
 #include "nsv/audit.hpp"
@@ -128,6 +137,40 @@ NSV_PROPERTY(O5_audit_totals_equal_the_closed_forms_of_generated_configs, ()) {
   RC_ASSERT(t.total_params == total);
   RC_ASSERT(t.non_muon_params == total - muon);
   RC_ASSERT(t.ns_flops_whole_per_step == static_cast<std::uint64_t>(g.layers) * ns_flops_per_layer(g));
+}
+
+NSV_PROPERTY(O5b_the_aspect_scale_note_names_exactly_the_shifted_matrices, ()) {
+  const Generated g = *generated_configs();
+  const int tp = *rc::gen::element(2, 3, 4, 8);
+  AuditOptions o;
+  o.tp = tp;
+  const AuditResult a = run_audit(parse_model_config(config_json(g), "generated.json"), o);
+  const auto scale = [](double rows, double cols) { return rows > cols ? std::sqrt(rows / cols) : 1.0; };
+  std::map<std::string, std::pair<double, double>> want, got;
+  for (const ParamAudit& pa : a.params) {
+    const MuonParam& m = pa.param;
+    double lo = INFINITY, hi = 0;
+    for (const std::int64_t w : pa.shard_sizes) {
+      if (w == 0) continue;
+      const double s = m.split_axis == 0 ? scale(static_cast<double>(w), static_cast<double>(m.cols))
+                                         : scale(static_cast<double>(m.rows), static_cast<double>(w));
+      lo = std::min(lo, s);
+      hi = std::max(hi, s);
+    }
+    const double whole = scale(static_cast<double>(m.rows), static_cast<double>(m.cols));
+    if (hi > 0 && (std::abs(lo - whole) > 1e-12 || std::abs(hi - whole) > 1e-12)) want[m.name] = {lo, hi};
+  }
+  for (const AuditNote& n : a.notes)
+    if (n.kind == AuditNoteKind::local_aspect_scale)
+      for (const AspectScaleShift& s : n.aspect_scales) got[s.matrix] = {s.local_min, s.local_max};
+  RC_CLASSIFY(!want.empty(), "some shifted");
+  RC_LOG() << config_json(g).dump() << " tp " << tp << ": " << want.size() << " shifted matrices expected, " << got.size() << " named\n";
+  RC_ASSERT(got.size() == want.size());
+  for (const auto& [name, range] : want) {
+    RC_ASSERT(got.count(name) == 1u);
+    RC_ASSERT(std::abs(got[name].first - range.first) <= 1e-12 * range.first);
+    RC_ASSERT(std::abs(got[name].second - range.second) <= 1e-12 * range.second);
+  }
 }
 
 // Negative controls: the closed forms see each part they count. Qwen2.5-7B's published total
