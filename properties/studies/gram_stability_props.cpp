@@ -18,6 +18,7 @@
 #include "check.hpp"
 #include "generators/tiers.hpp"
 #include "gram_stability.hpp"
+#include "nsv/coeffs.hpp"
 
 using namespace nsv;
 using nsv::cli::GramStabilityRow;
@@ -73,6 +74,41 @@ NSV_PROPERTY(GS1_measured_accuracy_equals_the_scalar_maps_in_fp64, ()) {
     RC_ASSERT(r.kept >= 1);
     RC_ASSERT_WITHIN(std::abs(r.orth_error - r.orth_error_exact), kFp64Agreement, "fp64 rounding (kFp64Agreement)");
     RC_ASSERT_WITHIN(std::abs(r.polar_distance - r.polar_distance_exact), kFp64Agreement, "fp64 rounding (kFp64Agreement)");
+  }
+}
+
+// GS1b the study runs the schedule it is given: on a rank-1 input (normalized, its singular
+//      value is x0 = s / (s + eps), eps = 1e-7; s is about 0.3 on these inputs, so x0 is within
+//      1e-6 of 1) the output after k steps is phi_k(x0) u v^T,
+//      phi_k the composition of the schedule's first k step polynomials, so the distance to the
+//      polar factor is |phi_k(x0) - 1|. Two schedules whose first steps differ at 1 by more than
+//      their slopes can move it (|p(1) - p'(1)| > 1e-3, checked here from their coefficients) give
+//      other distances after one step; the same schedule twice gives the same. GS1 cannot see a
+//      study that drops its schedule: its exact figures come from the same configuration.
+NSV_PROPERTY(GS1b_the_study_runs_the_schedule_it_names, ()) {
+  GramStabilitySpec spec = tiny_spec(*rc::gen::inRange<std::int64_t>(2, 6), *rc::gen::inRange(1, 4), "lowrank:1", 1);
+  const std::vector<std::string> names = builtin_schedule_names();
+  const std::string first = *rc::gen::elementOf(names), second = *rc::gen::elementOf(names);
+  const auto at_one = [](const std::string& name) {
+    const Coeffs& c = resolve_schedule(name).at_step(0);
+    return c.a + c.b + c.c;
+  };
+  const auto run = [&](const std::string& name) {
+    spec.coeffs = name;
+    return nsv::cli::run_gram_stability(spec);
+  };
+  const std::vector<GramStabilityRow> a = run(first), b = run(second);
+  RC_ASSERT(a.size() == b.size());
+  // |p_a(x0) - p_b(x0)| >= |p_a(1) - p_b(1)| - (|p_a'| + |p_b'|) 1e-6, slopes below 100 near 1
+  const bool distinct = std::abs(at_one(first) - at_one(second)) > 1e-3;
+  RC_CLASSIFY(distinct, "different first steps");
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    RC_LOG() << first << " / " << second << " " << kernel_name(a[i].kernel) << ": polar distance " << a[i].polar_distance
+             << " / " << b[i].polar_distance << "\n";
+    if (distinct)
+      RC_ASSERT(std::abs(a[i].polar_distance - b[i].polar_distance) > 1e-4);
+    else if (first == second)
+      RC_ASSERT(a[i].polar_distance == b[i].polar_distance);
   }
 }
 
