@@ -2,6 +2,7 @@
 # Documented options do what their --help says, at their limits (issue 13: mutation survivors
 # showed options that could vanish or move a bound with no test failing):
 #   - every range `--help` prints as [lo - hi] is inclusive: hi is accepted, hi + 1 refused;
+#   - nsv shard --json has exactly the keys README lists;
 #   - the commands that take one tensor-parallel degree (shard, step, sweep, diagnose) take the
 #     same ones: their --help ranges for --tp agree;
 #   - the generated-model options of `nsv step` shape the model: with --kv-heads K and
@@ -42,6 +43,28 @@ for command in step sweep diagnose; do
   got=$(tp_range "$command")
   [ -n "$want" ] && [ "$got" = "$want" ] && ok "$command --tp range $got, as shard's" || bad "$command --tp range '$got', shard's '$want'"
 done
+
+# nsv shard --json has exactly the keys README's "stable schema" lists (its top level, config,
+# and every rank's), no more and no fewer.
+if "$nsv" shard --shape 8x16 --tp 2 --json >"$work/shard.json" 2>"$work/err"; then
+  /usr/bin/python3 - "$work/shard.json" >"$work/schema" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = {
+    "top": "rel_diff_mean rel_diff_max bit_identical collectives promise target comm shard_sizes input shape strategy "
+           "tp axis fused grain heads kv_heads head_dim reduction_order config ranks",
+    "config": "kernel dtype accumulate products coeffs steps restart_at",
+    "rank": "rank rows cols rel_diff cosine norm_ratio bytes_sent bytes_received messages flops extra_memory_bytes bit_identical",
+}
+got = {"top": set(d), "config": set(d["config"]), "rank": set().union(*(set(r) for r in d["ranks"]))}
+for part, keys in want.items():
+    extra, missing = sorted(got[part] - set(keys.split())), sorted(set(keys.split()) - got[part])
+    print(("ok" if not extra and not missing else "FAIL") + f": nsv shard --json {part} keys (undocumented {extra}, missing {missing})")
+PY
+  grep -q FAIL "$work/schema" && bad "$(grep FAIL "$work/schema")" || ok "nsv shard --json has the documented schema"
+else
+  bad "nsv shard --json failed: $(head -c 300 "$work/err")"
+fi
 
 # The generated model has the shape its options give it.
 if "$nsv" step --generate --hidden 16 --heads 4 --kv-heads 2 --head-dim 4 --intermediate 32 --tp 2 --json >"$work/step.json" 2>"$work/err"; then
