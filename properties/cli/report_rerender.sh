@@ -2,7 +2,7 @@
 # The committed report is what the code renders (issue 13: no test ran `nsv report`, so a
 # mutant that broke the README's rendering, the figures or report.json's write survived).
 # On a copy of reports/, `nsv report --only sweeps` (the sweeps' statistics from their CSVs),
-# `--only step`, `diagnosis`, `schedules`, `gram_stability` (no figures) and then
+# `--only step`, `diagnosis`, `schedules`, `gram_stability`, `training` (no figures) and then
 # `--only audits` rerun those sections, redraw the figures and render README.md again. Claims:
 #   - each exits 0 and says what it wrote;
 #   - report.json: every section but "run" (timings) equals the committed one, the rerun
@@ -19,7 +19,7 @@ trap 'rm -rf "$work"' EXIT
 cp -r "$reports" "$work/reports"
 rm -rf "$work/reports/figures"
 cd "$root" || exit 1  # the scripts' default paths (tools/plot_report.py, tools/report/...) are the repository's
-for section in sweeps step diagnosis schedules gram_stability audits; do
+for section in sweeps step diagnosis schedules gram_stability training audits; do
   plots=--no-plots
   [ "$section" = audits ] && plots=
   # shellcheck disable=SC2086 # $plots is one option or none
@@ -44,7 +44,7 @@ old, new = (json.load(open(os.path.join(d, "report.json"))) for d in (committed,
 differing = sorted(k for k in set(old) | set(new) if k != "run" and old.get(k) != new.get(k))
 claim(not differing, f"report.json equals the committed one but for its timings (differing sections: {differing})")
 
-timing = re.compile(r"^- (sweeps|step|diagnosis|schedules|gram_stability|audits) \(--only\): [0-9.]+ s$")
+timing = re.compile(r"^- (sweeps|step|diagnosis|schedules|gram_stability|training|audits) \(--only\): [0-9.]+ s$")
 def readme_difference(a, b):
     """The lines of b not in a and of a not in b, except the rerun's own timing line."""
     a_lines, b_lines = a.splitlines(), b.splitlines()
