@@ -3,6 +3,7 @@
 # showed options that could vanish or move a bound with no test failing):
 #   - every range `--help` prints as [lo - hi] is inclusive: hi is accepted, hi + 1 refused;
 #   - nsv shard --json has exactly the keys README lists;
+#   - the sweep's norm-overflow rule is exact at fp16's largest finite value;
 #   - the commands that take one tensor-parallel degree (shard, step, sweep, diagnose) take the
 #     same ones: their --help ranges for --tp agree;
 #   - the generated-model options of `nsv step` shape the model: with --kv-heads K and
@@ -65,6 +66,20 @@ PY
 else
   bad "nsv shard --json failed: $(head -c 300 "$work/err")"
 fi
+
+# README "Bad input": a matrix whose norm overflows the dtype the kernel normalizes in is skipped
+# by the sweep. At the limit it does not overflow: a norm of exactly fp16's largest finite value
+# (65504) runs; the next float32 norm that fp16 rounds to infinity (65520) is skipped.
+/usr/bin/python3 -c "
+import numpy as np, sys
+for name, top in (('edge', 65504), ('over', 65520)):
+    a = np.zeros((4, 4), dtype=np.float32); a[0, 0] = top; np.save(sys.argv[1] + '/' + name + '.npy', a)" "$work"
+for name in edge over; do
+  "$nsv" sweep --shapes 4x4 --spectrum "file:$work/$name.npy" --dtype fp16 --kernel standard --tp 1 --strategy shard \
+    --quiet --out "$work/$name.csv" >"$work/$name.out" 2>&1
+done
+[ "$(wc -l <"$work/edge.csv")" -eq 2 ] && ok "a norm of 65504 runs in fp16" || bad "a norm of 65504 (fp16's largest) did not run: $(head -c 300 "$work/edge.out")"
+grep -q "norm overflows" "$work/over.out" && ok "a norm of 65520 is skipped as overflowing fp16" || bad "a norm of 65520 was not skipped: $(head -c 300 "$work/over.out")"
 
 # The generated model has the shape its options give it.
 if "$nsv" step --generate --hidden 16 --heads 4 --kv-heads 2 --head-dim 4 --intermediate 32 --tp 2 --json >"$work/step.json" 2>"$work/err"; then

@@ -9,7 +9,9 @@
 #     sections included (each a deterministic function of the bundled fixtures);
 #   - README.md equals the committed one, but for the lines that time these reruns
 #     ("- audits (--only): S s");
-#   - every figure the committed README shows exists again.
+#   - every figure the committed README shows exists again;
+#   - with a plotting script that fails, the report still renders and says why (its exit status
+#     and its message) in report.json and README.md.
 # Negative control: the README comparison reports a planted change.
 # Usage: report_rerender.sh NSV_BINARY REPORTS_DIR REPO_ROOT
 set -u
@@ -28,10 +30,16 @@ for section in sweeps step diagnosis schedules gram_stability training audits; d
     exit 1
   fi
 done
-exec /usr/bin/python3 - "$reports" "$work/reports" "$work/out" <<'PY'
+# A plotting script that fails: the report says so with the script's own words, and still renders.
+mkdir -p "$work/failing"
+cp "$reports/report.json" "$work/failing/"
+printf 'import sys\nsys.exit("planted plot failure: no figures")\n' >"$work/fail_plot.py"
+"$nsv" report --only audits --quiet --plot-script "$work/fail_plot.py" --out-dir "$work/failing" >"$work/failing.out" 2>&1
+echo $? >"$work/failing.status"
+exec /usr/bin/python3 - "$reports" "$work/reports" "$work/out" "$work/failing" <<'PY'
 import json, os, re, sys
 
-committed, rerun, out = sys.argv[1:4]
+committed, rerun, out, failing = sys.argv[1:5]
 failed = 0
 
 def claim(ok, what):
@@ -58,6 +66,12 @@ claim(not extra and not missing, f"README.md renders as committed (new lines {ex
 figures = re.findall(r"\]\((figures/[^)]+\.png)\)", committed_readme)
 absent = [f for f in figures if not os.path.isfile(os.path.join(rerun, f))]
 claim(figures and not absent, f"the {len(figures)} figures of the committed README are drawn again (absent: {absent[:3]})")
+
+note = json.load(open(os.path.join(failing, "report.json")))["run"].get("plot_note", "")
+claim(open(os.path.join(os.path.dirname(failing), "failing.status")).read().strip() == "0"
+      and "planted plot failure: no figures" in note and "exit 1" in note,
+      f"a failing plot script is reported with its exit status and its message (plot note: {note[:200]!r})")
+claim("planted plot failure" in open(os.path.join(failing, "README.md")).read(), "README.md says why the figures are missing")
 
 planted = committed_readme.replace("Timings of this run", "Timings of that run", 1)
 claim(readme_difference(committed_readme, planted) != ([], []), "negative control: a changed README line is reported")

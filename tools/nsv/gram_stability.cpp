@@ -12,6 +12,7 @@
 #include "cli_common.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/metrics.hpp"
+#include "nsv/schedule_theory.hpp"
 #include "nsv/spectra.hpp"
 #include "parallel_jobs.hpp"
 
@@ -149,15 +150,6 @@ std::string text(double v) {
 }
 
 }  // namespace
-
-double repelling_fixed_point(const Coeffs& k) {
-  // p(x) = x  <=>  a + b y + c y^2 = 1 with y = x^2; the largest positive root y.
-  if (k.c == 0) return k.b < 0 ? std::sqrt((1 - k.a) / k.b) : kInf;
-  const double disc = k.b * k.b - 4 * k.c * (k.a - 1);
-  if (disc < 0) return kInf;
-  const double y = (-k.b + std::sqrt(disc)) / (2 * k.c);
-  return y > 0 ? std::sqrt(y) : kInf;
-}
 
 nlohmann::json GramStabilitySpec::to_json() const {
   std::vector<std::string> dtype_names, restart_names;

@@ -15,7 +15,8 @@
 //   polar_distance      || X - U_K V_K^T ||_F / sqrt(|K|): distance to the float64 polar factor on
 //                       K (exact-arithmetic value alongside)
 //   blow-up             X non-finite, or ||X||_F > sqrt(p) * x*, x* the repelling fixed point of
-//                       the last step's polynomial (keller 1.264): delta = x* - 1. In exact
+//                       the last step's singular-value map |p| (nsv/schedule_theory.hpp; keller
+//                       1.264): delta = x* - 1. In exact
 //                       arithmetic every singular value of X stays below the band's top (keller
 //                       1.13 < x*), so ||X||_F <= sqrt(p) * 1.13; a norm above sqrt(p) x* needs a
 //                       singular value above x*, where each further step only grows it: a
@@ -66,9 +67,6 @@ struct GramStabilityRow {
   double orth_error = 0, orth_error_exact = 0, polar_distance = 0, polar_distance_exact = 0;
   std::uint64_t flops = 0;  // ns_flops of the configuration on this shape
 };
-
-// Largest x > 0 with p(x) = x for the triple (a, b, c); beyond it p(x) > x.
-double repelling_fixed_point(const Coeffs&);
 
 std::vector<GramStabilityRow> run_gram_stability(const GramStabilitySpec&);
 // gram_stability.csv: one line per input class (shape, spectrum) and configuration, over the

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "gram_stability.hpp"
+#include "nsv/schedule_theory.hpp"
 
 namespace nsv::cli {
 namespace {
