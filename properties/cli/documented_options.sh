@@ -4,6 +4,7 @@
 #   - every range `--help` prints as [lo - hi] is inclusive: hi is accepted, hi + 1 refused;
 #   - nsv shard --json has exactly the keys README lists;
 #   - the sweep's norm-overflow rule is exact at fp16's largest finite value;
+#   - a sweep row's traffic and FLOPs are the maxima over ranks of nsv shard's per-rank figures;
 #   - the commands that take one tensor-parallel degree (shard, step, sweep, diagnose) take the
 #     same ones: their --help ranges for --tp agree;
 #   - the generated-model options of `nsv step` shape the model: with --kv-heads K and
@@ -80,6 +81,18 @@ for name in edge over; do
 done
 [ "$(wc -l <"$work/edge.csv")" -eq 2 ] && ok "a norm of 65504 runs in fp16" || bad "a norm of 65504 (fp16's largest) did not run: $(head -c 300 "$work/edge.out")"
 grep -q "norm overflows" "$work/over.out" && ok "a norm of 65520 is skipped as overflowing fp16" || bad "a norm of 65520 was not skipped: $(head -c 300 "$work/over.out")"
+
+# README "Files": a sweep row's bytes sent and received, messages and FLOPs are the maxima over
+# ranks of what `nsv shard --json` reports per rank for the same case (uneven shards: 6, 5, 5 rows).
+"$nsv" sweep --shapes 16x12 --tp 3 --strategy gather --quiet --out "$work/max.csv" >/dev/null 2>&1
+"$nsv" shard --shape 16x12 --tp 3 --strategy gather --json >"$work/max.json" 2>/dev/null
+maxima=$(/usr/bin/python3 -c '
+import csv, json, sys
+row = list(csv.DictReader(open(sys.argv[1])))[0]
+ranks = json.load(open(sys.argv[2]))["ranks"]
+keys = ("bytes_sent", "bytes_received", "messages", "flops")
+print(" ".join(f"{k}:{row[k]}/{max(r[k] for r in ranks)}" for k in keys if int(row[k]) != max(r[k] for r in ranks)) or "same")' "$work/max.csv" "$work/max.json" 2>&1)
+[ "$maxima" = same ] && ok "sweep rows carry the per-rank maxima of nsv shard" || bad "sweep row vs max over ranks (sweep/shard): $maxima"
 
 # The generated model has the shape its options give it.
 if "$nsv" step --generate --hidden 16 --heads 4 --kv-heads 2 --head-dim 4 --intermediate 32 --tp 2 --json >"$work/step.json" 2>"$work/err"; then
