@@ -91,5 +91,16 @@ awk '/^model\.layers\.0\.self_attn\.q_proj/{m="q"} /^model\.layers\.0\.self_attn
 check ".npy folders + rank-suffixed names: q_proj per-shard" "$work/c" "^q:   candidate  per-shard NS, local-shape scale( \(|$)"
 check ".npy folders + rank-suffixed names: o_proj per-shard" "$work/c" "^o:   candidate  per-shard NS, local-shape scale( \(|$)"
 check ".npy folders: the reference computes whole-matrix NS" "$work/c" "^q:   reference  whole-matrix NS, exact"
+# A run dumped at tp 4 holds ranks 0..3: diagnosed as tp 3 (ranks 0..2) it is refused, naming
+# the rank that does not exist (the limit itself: the largest rank equals the tp given).
+if "$nsv" diagnose --config "$fixtures/models/tiny-llama.json" --tp 3 --kernel standard \
+     --muon lr=0.02,momentum=0.95,nesterov=true,wd=0 --reference "$runs/reference" \
+     --candidate "$runs/tp4,$runs/tp4/shard" >"$work/rank3" 2>&1; then
+  failed=$((failed + 1)); echo "FAIL: a tp-4 run diagnosed as tp 3 was accepted"
+elif grep -q "holds tensors of rank 3, but tp = 3 has ranks 0..2" "$work/rank3"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: a tp-4 run diagnosed as tp 3: $(head -c 300 "$work/rank3")"
+fi
 echo "diagnose_cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
