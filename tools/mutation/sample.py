@@ -62,7 +62,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build jobs and test slots (default: cores)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the sample's sites, run nothing")
-    mode.add_argument("--rerun-survivors", action="store_true", help="judge every survivor again on the current gate")
+    mode.add_argument("--rerun-survivors", action="store_true",
+                      help="judge again, on the current gate, every survivor no rerun has killed yet")
     mode.add_argument("--render-only", action="store_true", help="rewrite the report from the results and triage")
     args = p.parse_args()
     if args.sample < 1:
@@ -239,6 +240,8 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
     for r in rows:
         if r["verdict"] != "survived" or not any(m in r["path"] for m in args.match):
             continue
+        if r.get("rerun", {}).get("verdict") == "killed":
+            continue  # already killed by a property added since; its verdict stands
         site = current.get(r["key"])
         moved = by_change.get((r["operator"], r["before"], r["after"]), [])
         if site is None and len(moved) == 1:
