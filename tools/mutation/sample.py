@@ -57,13 +57,15 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "reports/mutation.md")
     p.add_argument("--time-budget", type=float, default=0,
                    help="start no new mutant after this many seconds (0: no limit); rerun to resume")
+    p.add_argument("--first", nargs="+", default=[], metavar="TEST",
+                   help="gate tests to run before the others (the order otherwise follows their kills per second)")
     p.add_argument("--match", nargs="+", default=[""], metavar="TEXT",
                    help="with --rerun-survivors: only survivors whose file path contains one of these")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build jobs and test slots (default: cores)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the sample's sites, run nothing")
     mode.add_argument("--rerun-survivors", action="store_true",
-                      help="judge again, on the current gate, every survivor no rerun has killed yet")
+                      help="judge again, on the current gate, every survivor not shown equivalent that no rerun has killed yet")
     mode.add_argument("--render-only", action="store_true", help="rewrite the report from the results and triage")
     args = p.parse_args()
     if args.sample < 1:
@@ -231,6 +233,7 @@ def run_sample(args: argparse.Namespace, scratch: Scratch, tests: list[gate.Gate
 def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate.GateTest]) -> None:
     rows = load_results(args.results)
     count_kills(tests, rows)
+    triage = json.loads(args.triage.read_text()) if args.triage.exists() else {}
     every = sites.all_sites(scratch.tree, args.folders, DEFAULT_EXCLUDED)
     current = {s.key: s for s in every}
     # A line moved to another file (code split out) is the same mutant when its change is unique.
@@ -240,8 +243,8 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
     for r in rows:
         if r["verdict"] != "survived" or not any(m in r["path"] for m in args.match):
             continue
-        if r.get("rerun", {}).get("verdict") == "killed":
-            continue  # already killed by a property added since; its verdict stands
+        if r.get("rerun", {}).get("verdict") == "killed" or triage.get(r["key"], {}).get("status") == "equivalent":
+            continue  # already killed by a property added since, or shown equivalent: its verdict stands
         site = current.get(r["key"])
         moved = by_change.get((r["operator"], r["before"], r["after"]), [])
         if site is None and len(moved) == 1:
@@ -254,9 +257,14 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
         r["rerun"] = {**again, "commit": scratch.source}
         if site.path != r["path"]:
             r["rerun"]["moved_to"] = f"{site.path}:{site.line}"
-    tmp = args.results.with_suffix(".tmp")
+        write_results(args.results, rows)  # after each verdict, so an interrupted rerun keeps what it judged
+    write_results(args.results, rows)
+
+
+def write_results(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    tmp.replace(args.results)
+    tmp.replace(path)
 
 
 def main() -> None:
@@ -270,6 +278,8 @@ def main() -> None:
         scratch.sync()
         scratch.configure()
         tests = baseline(scratch)
+        for t in tests:  # --first: before every other test in gate.py's kills-per-second order
+            t.kills += 10**6 if t.name in args.first else 0
         if args.rerun_survivors:
             rerun_survivors(args, scratch, tests)
         else:
