@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check.hpp"
+#include "golden_manifest.hpp"
 #include "nsv/npy.hpp"
 #include "oracle.hpp"
 #include "tolerances.hpp"
@@ -26,14 +27,8 @@ namespace {
 
 const std::filesystem::path kGoldenDir = std::filesystem::path(NSV_FIXTURES_DIR) / "golden" / "deepspeed";
 
-nlohmann::json manifest() {
-  std::ifstream in(kGoldenDir / "manifest.json");
-  if (!in) throw std::runtime_error("cannot open " + (kGoldenDir / "manifest.json").string());
-  return nlohmann::json::parse(in);
-}
-
-// Read once; iterating manifest()["cases"] directly would iterate a destroyed temporary.
-const nlohmann::json kManifest = manifest();
+// Read once; iterating the returned temporary's ["cases"] directly would iterate a destroyed one.
+const nlohmann::json kManifest = read_golden_manifest(kGoldenDir);
 
 Batch load(const std::string& name) { return read_npy((kGoldenDir / name).string()).batch(); }
 

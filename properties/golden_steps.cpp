@@ -18,10 +18,10 @@
 // same comparisons fail.
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "check.hpp"
+#include "golden_manifest.hpp"
 #include "nsv/muon.hpp"
 #include "nsv/npy.hpp"
 #include "oracle.hpp"
@@ -32,13 +32,7 @@ namespace {
 
 const std::filesystem::path kStepsDir = std::filesystem::path(NSV_FIXTURES_DIR) / "golden" / "deepspeed_steps";
 
-nlohmann::json steps_manifest() {
-  std::ifstream in(kStepsDir / "manifest.json");
-  if (!in) throw std::runtime_error("cannot open " + (kStepsDir / "manifest.json").string());
-  return nlohmann::json::parse(in);
-}
-
-const nlohmann::json kSteps = steps_manifest();
+const nlohmann::json kSteps = read_golden_manifest(kStepsDir);
 
 MatD load_matrix(const nlohmann::json& name) { return read_npy((kStepsDir / name.get<std::string>()).string()).batch().at(0); }
 
