@@ -12,7 +12,6 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
