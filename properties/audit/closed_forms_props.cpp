@@ -18,6 +18,15 @@
 //                              products (2 p^3 each: 3 + 2 + 3 + 4 + 2 over the five steps, counted
 //                              by hand from the loop of SPEC §1.2), i.e. 8 p^2 q + 28 p^3; on a square
 //                              matrix the standard loop, 5 (2 p^3 + 2 p^3 + 2 p^3) = 30 p^3; times L
+// O5c The gather and shard plans' step totals. Gather all-gathers every matrix in fp32 (4 bytes,
+//      DeepSpeed's update dtype) on the byte model communicator.hpp documents: rank r sends its w_r x o
+//      block to each of the tp - 1 others, in tp - 1 messages, whatever its width. Summed over
+//      ranks a matrix's blocks are the matrix, so the bytes of a step sum to
+//      4 (tp - 1) L M with M the Muon parameters of a layer (above), independent of how AutoTP
+//      cut them; messages are 7 L (tp - 1) on every rank (seven matrices a layer); every rank
+//      orthogonalizes every whole matrix, so its FLOPs are the step's whole-matrix NS FLOPs
+//      (the closed form above), and its largest buffer is a matrix and its NS, 8 max(R C) bytes.
+//      Shard sends nothing.
 // O5b The audit's note on shard-local aspect scales (DeepSpeed under AutoTP scales each shard
 //      by its own sqrt(rows/cols) when rows > cols) names exactly the matrices where some
 //      non-empty shard's scale is not the whole matrix's, with the least and largest shard
@@ -139,6 +148,25 @@ NSV_PROPERTY(O5_audit_totals_equal_the_closed_forms_of_generated_configs, ()) {
   RC_ASSERT(t.ns_flops_whole_per_step == static_cast<std::uint64_t>(g.layers) * ns_flops_per_layer(g));
 }
 
+NSV_PROPERTY(O5c_gather_and_shard_step_totals_equal_their_closed_forms, ()) {
+  const Generated g = *generated_configs();
+  const int tp = *rc::gen::element(1, 2, 3, 4, 8);
+  RC_LOG() << config_json(g).dump() << " tp " << tp << "\n";
+  AuditOptions o;
+  o.tp = tp;
+  const AuditTotals t = run_audit(parse_model_config(config_json(g), "generated.json"), o).totals;
+  const auto L = static_cast<std::uint64_t>(g.layers), others = static_cast<std::uint64_t>(tp - 1);
+  const std::int64_t largest = std::max({g.heads * g.d * g.h, g.kv * g.d * g.h, g.inter * g.h});
+  const PlanTotals& gather = t.plan(Plan::gather);
+  RC_ASSERT(gather.bytes_sent_total == 4 * others * L * static_cast<std::uint64_t>(muon_per_layer(g)));
+  RC_ASSERT(gather.messages_max_rank == 7 * L * others);
+  RC_ASSERT(gather.flops_max_rank == L * ns_flops_per_layer(g));
+  RC_ASSERT(gather.peak_extra_memory == 8 * static_cast<std::uint64_t>(largest));
+  const PlanTotals& shard = t.plan(Plan::shard);
+  RC_ASSERT(shard.bytes_sent_total == 0u);
+  RC_ASSERT(shard.messages_max_rank == 0u);
+}
+
 NSV_PROPERTY(O5b_the_aspect_scale_note_names_exactly_the_shifted_matrices, ()) {
   const Generated g = *generated_configs();
   const int tp = *rc::gen::element(2, 3, 4, 8);
@@ -175,7 +203,8 @@ NSV_PROPERTY(O5b_the_aspect_scale_note_names_exactly_the_shifted_matrices, ()) {
 
 // Negative controls: the closed forms see each part they count. Qwen2.5-7B's published total
 // (7,615,616,512, the Hub's safetensors count) is the formula's with its q/k/v biases and not
-// without them; a wide matrix's Gram-loop FLOPs are not the standard loop's.
+// without them; a wide matrix's Gram-loop FLOPs are not the standard loop's; bytes gathered in
+// bf16 are not O5c's fp32 form.
 BOOST_AUTO_TEST_CASE(O5_negative_control_the_forms_see_biases_and_the_loop) {
   Generated qwen{true, 3584, 28, 4, 128, 18944, 28, 152064, true, false, false, false};
   const auto total = [](const Generated& g, std::int64_t biases) {
@@ -184,6 +213,14 @@ BOOST_AUTO_TEST_CASE(O5_negative_control_the_forms_see_biases_and_the_loop) {
   BOOST_TEST(total(qwen, biases_per_layer(qwen)) == 7615616512LL);
   BOOST_TEST(total(qwen, 0) != 7615616512LL);
   BOOST_TEST(default_kernel_flops(64, 256) != 5 * (2 * 64 * 64 * 256 + 2 * 64 * 64 * 64 + 2 * 64 * 64 * 256));
+  // O5c's byte form sees the wire dtype: gathered in bf16 (2 bytes) the step is not 4 (tp - 1) L M.
+  Generated small{false, 64, 4, 2, 16, 128, 2, 100, false, false, false, false};
+  AuditOptions o;
+  o.tp = 4;
+  o.comm.storage = DType::bf16;
+  const PlanTotals& bf16 = run_audit(parse_model_config(config_json(small), "small.json"), o).totals.plan(Plan::gather);
+  BOOST_TEST(bf16.bytes_sent_total != 4u * 3 * 2 * static_cast<std::uint64_t>(muon_per_layer(small)));
+  BOOST_TEST(bf16.bytes_sent_total == 2u * 3 * 2 * static_cast<std::uint64_t>(muon_per_layer(small)));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -49,7 +49,7 @@ done
 # nsv shard --json has exactly the keys README's "stable schema" lists (its top level, config,
 # and every rank's), no more and no fewer.
 if "$nsv" shard --shape 8x16 --tp 2 --json >"$work/shard.json" 2>"$work/err"; then
-  /usr/bin/python3 - "$work/shard.json" >"$work/schema" <<'PY'
+  /usr/bin/python3 - "$work/shard.json" >"$work/schema" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 want = {
@@ -58,12 +58,20 @@ want = {
     "config": "kernel dtype accumulate products coeffs steps restart_at",
     "rank": "rank rows cols rel_diff cosine norm_ratio bytes_sent bytes_received messages flops extra_memory_bytes bit_identical",
 }
-got = {"top": set(d), "config": set(d["config"]), "rank": set().union(*(set(r) for r in d["ranks"]))}
+# .get: a missing config or ranks is reported as missing keys, not as a crash of this check
+got = {"top": set(d), "config": set(d.get("config", {})), "rank": set().union(*(set(r) for r in d.get("ranks", [])))}
 for part, keys in want.items():
     extra, missing = sorted(got[part] - set(keys.split())), sorted(set(keys.split()) - got[part])
     print(("ok" if not extra and not missing else "FAIL") + f": nsv shard --json {part} keys (undocumented {extra}, missing {missing})")
 PY
-  grep -q FAIL "$work/schema" && bad "$(grep FAIL "$work/schema")" || ok "nsv shard --json has the documented schema"
+  # all three verdicts, or the check stopped early (a traceback), which must not read as a pass
+  if [ "$(grep -c -E '^(ok|FAIL): ' "$work/schema")" != 3 ]; then
+    bad "the shard schema check did not finish: $(tail -c 300 "$work/schema")"
+  elif grep -q FAIL "$work/schema"; then
+    bad "$(grep FAIL "$work/schema")"
+  else
+    ok "nsv shard --json has the documented schema"
+  fi
 else
   bad "nsv shard --json failed: $(head -c 300 "$work/err")"
 fi

@@ -90,7 +90,8 @@ NSV_PROPERTY(GS1b_the_study_runs_the_schedule_it_names, ()) {
   const std::vector<std::string> names = builtin_schedule_names();
   const std::string first = *rc::gen::elementOf(names), second = *rc::gen::elementOf(names);
   const auto at_one = [](const std::string& name) {
-    const Coeffs& c = resolve_schedule(name).at_step(0);
+    const CoeffSchedule schedule = resolve_schedule(name);  // at_step refers into it
+    const Coeffs& c = schedule.at_step(0);
     return c.a + c.b + c.c;
   };
   const auto run = [&](const std::string& name) {
