@@ -113,5 +113,11 @@ print(" ".join(str(params[n]["rows"]) + "x" + str(params[n]["cols"]) for n in ("
 else
   bad "nsv step --generate with --kv-heads failed: $(head -c 300 "$work/err")"
 fi
+# nsv step --fallback takes the strategies exact for the whole matrix (and shard, today's path),
+# the ones meant for the matrices per_head does not apply to: owner is taken, per_head refused.
+gen=(step --generate --hidden 16 --heads 4 --kv-heads 2 --head-dim 4 --intermediate 32 --tp 2 --strategy per_head)
+"$nsv" "${gen[@]}" --fallback owner --json >/dev/null 2>"$work/err" && ok "--fallback owner is taken" || bad "--fallback owner refused: $(head -c 300 "$work/err")"
+if "$nsv" "${gen[@]}" --fallback per_head --json >/dev/null 2>"$work/err"; then bad "--fallback per_head was taken"
+else grep -q "fallback" "$work/err" && ok "--fallback per_head is refused, naming the option" || bad "--fallback per_head: $(head -c 300 "$work/err")"; fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
