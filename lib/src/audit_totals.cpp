@@ -30,7 +30,7 @@ std::string_view plan_name(Plan p) {
   return "?";
 }
 
-const PlanTotals& AuditTotals::plan(Plan p) const {
+const PlanTotals& AuditTotals::plan(Plan p) const& {
   for (const auto& t : plans)
     if (t.plan == p) return t;
   throw std::logic_error("audit: plan missing");

@@ -241,6 +241,11 @@ BOOST_AUTO_TEST_CASE(roles_shards_exactness_and_cheapest) {
     BOOST_TEST_CONTEXT(p.param.name) {
       const bool attention_rows = p.param.name == "q_proj" || p.param.name == "k_proj" || p.param.name == "v_proj";
       BOOST_TEST(p.per_head_applies == attention_rows);
+      // Llama's MLP has no head structure (its architecture, not the model table): heads 0 in the
+      // audit's JSON, and per-head is refused for that reason, not for heads on dim 1 (o_proj's).
+      const bool mlp = p.param.name == "gate_proj" || p.param.name == "up_proj" || p.param.name == "down_proj";
+      BOOST_TEST((p.param.heads == 0) == mlp);
+      BOOST_TEST(contains(p.strategy(Strategy::per_head).why_not, "has no head structure") == mlp);
       BOOST_TEST((p.strategy(Strategy::gather).promise == Promise::bit_identical));
       BOOST_TEST((p.strategy(Strategy::owner).promise == Promise::bit_identical));
       BOOST_TEST((p.strategy(Strategy::gram_allreduce).promise == Promise::exact_arithmetic));

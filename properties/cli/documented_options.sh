@@ -8,7 +8,8 @@
 #   - the commands that take one tensor-parallel degree (shard, step, sweep, diagnose) take the
 #     same ones: their --help ranges for --tp agree;
 #   - the generated-model options of `nsv step` shape the model: with --kv-heads K and
-#     --head-dim D, k_proj and v_proj have K x D rows (Llama's layout, README "nsv step").
+#     --head-dim D, k_proj and v_proj have K x D rows (Llama's layout, README "nsv step");
+#   - the sweep's progress bar, on a terminal only, starts at 0/N and ends at N/N.
 # Usage: documented_options.sh NSV_BINARY
 set -u
 nsv="$1"
@@ -119,5 +120,17 @@ gen=(step --generate --hidden 16 --heads 4 --kv-heads 2 --head-dim 4 --intermedi
 "$nsv" "${gen[@]}" --fallback owner --json >/dev/null 2>"$work/err" && ok "--fallback owner is taken" || bad "--fallback owner refused: $(head -c 300 "$work/err")"
 if "$nsv" "${gen[@]}" --fallback per_head --json >/dev/null 2>"$work/err"; then bad "--fallback per_head was taken"
 else grep -q "fallback" "$work/err" && ok "--fallback per_head is refused, naming the option" || bad "--fallback per_head: $(head -c 300 "$work/err")"; fi
+
+# README "nsv sweep": a progress bar on a terminal. Under a pseudo-terminal (script(1)) its first
+# draw, forced when the work starts, shows 0/N and its last, forced when it ends, N/N (N: the
+# cases, 2 shapes x 2 degrees); the draws between depend on time and are not counted. In a pipe
+# nothing is drawn. script(1) gets /dev/null as input: with none at all (CI's) it gives up.
+bar=(sweep --shapes 4x4,8x8 --tp 1,2 --strategy shard)
+script -qec "$(printf '%q ' "$nsv" "${bar[@]}" --out "$work/bar.csv")" /dev/null >"$work/bar.tty" 2>&1 </dev/null
+draws=$(tr '\r' '\n' <"$work/bar.tty" | grep -aoE 'cases \[[#.]+\] [0-9]+/[0-9]+' | sed 's/.*\] //')
+first=$(head -1 <<<"$draws") last=$(tail -1 <<<"$draws")
+[ "$first" = 0/4 ] && [ "$last" = 4/4 ] && ok "the progress bar starts at 0/4 and ends at 4/4 on a terminal" ||
+  bad "the progress bar's first and last draws on a terminal: '$first', '$last' (want 0/4, 4/4): $(head -c 300 "$work/bar.tty")"
+"$nsv" "${bar[@]}" --out "$work/bar-pipe.csv" 2>&1 | grep -aq 'cases \[' && bad "a progress bar was drawn into a pipe" || ok "no progress bar in a pipe"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -176,7 +176,9 @@ struct AuditTotals {
   std::vector<PlanTotals> plans;              // in kAllPlans order
   std::optional<ExpertTotals> experts;        // MoE models only
 
-  const PlanTotals& plan(Plan) const;
+  // A reference into `plans`: refused on a temporary, whose plans are gone by the next line.
+  const PlanTotals& plan(Plan) const&;
+  const PlanTotals& plan(Plan) && = delete;
 };
 
 // A recommended plan and what it costs against today's shard path.
