@@ -14,12 +14,6 @@ using nlohmann::json;
 
 std::string shape_text(std::int64_t rows, std::int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
-// What rank 0 holds of a parameter.
-std::string shard_shape(const ParamStep& p) {
-  const std::int64_t w = p.widths.empty() ? 0 : p.widths[0];
-  return p.param.split_axis == 0 ? shape_text(w, p.param.cols) : shape_text(p.param.rows, w);
-}
-
 json param_json(const ParamStep& p) {
   return {{"param", p.param.name}, {"shape", shape_text(p.param.rows, p.param.cols)}, {"split_axis", p.param.split_axis},
           {"rel_diff", p.rel_diff}, {"cosine", p.cosine}, {"bit_identical", p.bit_identical},
@@ -109,7 +103,7 @@ json step_stats(const StepRuns& steps, const std::string& grads_dir) {
     for (const auto& r : g->steps[0])
       if (!r.bit_identical)
         aspect_alone.push_back({{"param", r.param.name}, {"shape", shape_text(r.param.rows, r.param.cols)},
-                                {"shard_shape", shard_shape(r)}, {"rel_diff", r.rel_diff}, {"norm_ratio", r.norm_ratio},
+                                {"shard_shape", shape_text(r.rank0_shard.first, r.rank0_shard.second)}, {"rel_diff", r.rel_diff}, {"norm_ratio", r.norm_ratio},
                                 {"scale_tp1", r.scale_1}, {"scale_tpN", r.scales_n.empty() ? 1.0 : r.scales_n[0]}});
   json per_head = json::array();
   if (const StepOutcome* ph = find_step(steps, kTp, "per_head", ScaleFrom::global))

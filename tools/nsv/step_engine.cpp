@@ -6,6 +6,7 @@
 
 #include "grads_description.hpp"
 #include "nsv/backend.hpp"
+#include "nsv/cost_model.hpp"
 #include "nsv/input_file.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
@@ -145,6 +146,7 @@ StepOutcome run_step(const StepSpec& spec) {
       r.param = p;
       const Layout layout = autotp_layout(p, spec.tp);
       r.widths = layout.widths();
+      r.rank0_shard = shard_shape(layout, p.rows, p.cols, 0);
       Strategy used = strategy;
       if (strategy == Strategy::per_head && !p.heads_on_rows()) {
         used = fallback;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nsv/model.hpp"
@@ -30,6 +31,7 @@ struct StepSpec {
 struct ParamStep {
   MuonParam param;
   std::vector<std::int64_t> widths;  // shard sizes along the split axis
+  std::pair<std::int64_t, std::int64_t> rank0_shard{0, 0};  // rows x cols rank 0 holds
   std::string strategy;              // what ran for this matrix
   std::string note;                  // fallback explanation, if any
   double scale_1 = 1;                // sqrt(rows/cols) scale at tp = 1
