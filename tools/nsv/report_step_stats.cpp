@@ -103,7 +103,8 @@ json step_stats(const StepRuns& steps, const std::string& grads_dir) {
     for (const auto& r : g->steps[0])
       if (!r.bit_identical)
         aspect_alone.push_back({{"param", r.param.name}, {"shape", shape_text(r.param.rows, r.param.cols)},
-                                {"shard_shape", shape_text(r.rank0_shard.first, r.rank0_shard.second)}, {"rel_diff", r.rel_diff}, {"norm_ratio", r.norm_ratio},
+                                {"shard_shape", shape_text(r.rank0_shard.first, r.rank0_shard.second)},
+                                {"rel_diff", r.rel_diff}, {"norm_ratio", r.norm_ratio},
                                 {"scale_tp1", r.scale_1}, {"scale_tpN", r.scales_n.empty() ? 1.0 : r.scales_n[0]}});
   json per_head = json::array();
   if (const StepOutcome* ph = find_step(steps, kTp, "per_head", ScaleFrom::global))

@@ -31,7 +31,8 @@ struct StepSpec {
 struct ParamStep {
   MuonParam param;
   std::vector<std::int64_t> widths;  // shard sizes along the split axis
-  std::pair<std::int64_t, std::int64_t> rank0_shard{0, 0};  // rows x cols rank 0 holds
+  // Rows x cols rank 0 holds, from the library's shard_shape (so the report keeps no copy of the rule).
+  std::pair<std::int64_t, std::int64_t> rank0_shard{0, 0};
   std::string strategy;              // what ran for this matrix
   std::string note;                  // fallback explanation, if any
   double scale_1 = 1;                // sqrt(rows/cols) scale at tp = 1
