@@ -4,7 +4,8 @@
   results.json  every check's result (properties, cases, shrunk counterexamples, replay strings,
                 diagnoses), as CheckResult.to_dict() gives it
   README.md     rendered from results.json (and overhead.json, written by
-                tools/bench/nsverify_overhead.py --json) by templates/python_report.md.j2 (Jinja2)
+                tools/bench/nsverify_overhead.py --json) by the report renderer:
+                `python3 tools/report python reports/python` (tools/report/nsvreport/python_checks.py)
 
 Sections: the numpy kernels and TP updates (which must pass what they promise), every seeded bug
 with its shrunk counterexample, and DeepSpeed's two kernels transcribed to PyTorch (CPU, fp32 and
@@ -19,10 +20,11 @@ import pathlib
 import sys
 import warnings
 
-import jinja2
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "tools" / "report"))
+
+from nsvreport import core, python_checks  # noqa: E402
 
 
 def kernel_section(nsverify):
@@ -73,22 +75,6 @@ def deepspeed_section(nsverify):
     return dict(available=True, torch=torch.__version__, runs=runs)
 
 
-def render(out):
-    data = json.loads((out / "results.json").read_text())
-    overhead = out / "overhead.json"  # tools/bench/nsverify_overhead.py --json, when it was run
-    data["overhead"] = json.loads(overhead.read_text()) if overhead.exists() else []
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    write_atomically(out / "README.md", env.get_template("python_report.md.j2").render(**data))
-
-
-def write_atomically(path, text):
-    """Writes beside `path` and renames when complete: a failed run never leaves a half-written file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "reports" / "python"))
@@ -101,8 +87,8 @@ def main():
         warnings.filterwarnings("ignore", category=RuntimeWarning)  # K8's NaN/Inf inputs, on purpose
         data = dict(version=nsverify.__version__, kernels=kernel_section(nsverify), tp=tp_section(nsverify),
                     bugs=bug_section(nsverify), deepspeed=deepspeed_section(nsverify))
-        write_atomically(out / "results.json", json.dumps(data, indent=1) + "\n")
-    render(out)
+        core.write_atomically(out / "results.json", json.dumps(data, indent=1) + "\n")
+    core.write_atomically(out / "README.md", python_checks.render(out))
 
 
 if __name__ == "__main__":

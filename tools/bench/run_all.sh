@@ -3,8 +3,9 @@
 #   tools/bench/run_all.sh [BUILD_DIR]        (default build-perf; results in BUILD_DIR/bench-results)
 # Builds nsv + nsv_bench, runs the Google Benchmark suite (JSON), the PyTorch comparison
 # (tools/bench/torch_ns.py, same shapes, same thread count), the sweep throughput at 1 and 2
-# threads, the peak-memory measurement and the accuracy cost of products=symmetric, then writes
-# reports/performance.md.
+# threads, the peak-memory measurement and the accuracy cost of products=symmetric, then renders
+# reports/performance.md from the results (`python3 tools/report performance RESULTS_DIR`, which
+# re-renders it without measuring anything).
 # Environment: QUICK=1 drops 4096x4096 from the torch run (the slowest part, ~1 min);
 #   STAGES="bench torch sweep memory accuracy" (default: all) reruns only some stages, keeping the other
 #   stages' result files, then rewrites the report.
@@ -107,5 +108,7 @@ OMP_NUM_THREADS=1 "$BUILD/tools/bench/nsv_products_accuracy" 24 | tee "$OUT/prod
 fi
 
 echo "== report"
-$PY tools/bench/write_report.py "$OUT" reports/performance.md
-echo "wrote reports/performance.md"
+# The machine the figures were measured on, as data beside them (lscpu, nproc).
+$PY -c 'import json, sys; sys.path.insert(0, "tools/report"); from nsvreport.performance import machine_now
+print(json.dumps(machine_now(), indent=1))' > "$OUT/machine.json"
+$PY tools/report performance "$OUT" reports/performance.md

@@ -34,11 +34,12 @@ import sys
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO / "tools" / "report"))
 import gate  # noqa: E402
 import sites  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
+from nsvreport import mutation as mutation_report  # noqa: E402  (the renderer of reports/mutation*.md)
 # lib/cuda is built only with a CUDA toolchain: its mutants could not be judged on this machine.
 DEFAULT_EXCLUDED = ["lib/cuda/"]
 
@@ -55,6 +56,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--results", type=Path, default=REPO / "reports/mutation/results.jsonl")
     p.add_argument("--triage", type=Path, default=REPO / "reports/mutation/triage.json")
     p.add_argument("--out", type=Path, default=REPO / "reports/mutation.md")
+    p.add_argument("--patches-out", type=Path, default=REPO / "reports/mutation_handwritten.md",
+                   help="the report of the hand-written patches (default reports/mutation_handwritten.md)")
     p.add_argument("--time-budget", type=float, default=0,
                    help="start no new mutant after this many seconds (0: no limit); rerun to resume")
     p.add_argument("--first", nargs="+", default=[], metavar="TEST",
@@ -81,19 +84,6 @@ def shuffled_sites(root: Path, folders: list[str], seed: int) -> list[sites.Site
     order = sites.all_sites(root, folders, DEFAULT_EXCLUDED)
     random.Random(seed).shuffle(order)
     return order
-
-
-def load_results(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    rows = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                sys.exit(f"sample.py: {path}:{number} is not a JSON line ({e}); fix or remove it")
-    return rows
 
 
 def commit() -> str:
@@ -204,7 +194,7 @@ def append(path: Path, row: dict) -> None:
 
 
 def run_sample(args: argparse.Namespace, scratch: Scratch, tests: list[gate.GateTest]) -> None:
-    rows = load_results(args.results)
+    rows = mutation_report.load_results(args.results)
     done = {r["key"]: r for r in rows if r.get("seed") == args.seed}
     count_kills(tests, rows)
     valid = sum(1 for r in done.values() if r["verdict"] != "stillborn")
@@ -231,9 +221,9 @@ def run_sample(args: argparse.Namespace, scratch: Scratch, tests: list[gate.Gate
 
 
 def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate.GateTest]) -> None:
-    rows = load_results(args.results)
+    rows = mutation_report.load_results(args.results)
     count_kills(tests, rows)
-    triage = json.loads(args.triage.read_text()) if args.triage.exists() else {}
+    triage = mutation_report.load_triage(args.triage)
     every = sites.all_sites(scratch.tree, args.folders, DEFAULT_EXCLUDED)
     current = {s.key: s for s in every}
     # A line moved to another file (code split out) is the same mutant when its change is unique.
@@ -284,9 +274,10 @@ def main() -> None:
             rerun_survivors(args, scratch, tests)
         else:
             run_sample(args, scratch, tests)
-    import report  # noqa: E402  (jinja2 only where a report is written)
-    report.write(args, load_results(args.results))
-    print(f"sample: wrote {args.out.relative_to(REPO) if REPO in args.out.parents else args.out}", file=sys.stderr)
+    for path in mutation_report.write(mutation_report.load_results(args.results), args.triage, args.out, args.patches_out,
+                                      seed=args.seed, target=args.sample, folders=args.folders):
+        path = Path(path)
+        print(f"sample: wrote {path.relative_to(REPO) if REPO in path.parents else path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,87 @@
+"""The one renderer (tools/report/nsvreport): every committed document is what it renders from the
+committed data, byte for byte; the performance report from a small results fixture; the shims
+under the old script paths still work."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+REPORTS = REPO / "reports"
+sys.path.insert(0, str(REPO / "tools" / "report"))
+from nsvreport import core, mpi, mutation, performance, python_checks, readme  # noqa: E402
+
+
+def committed(name):
+    return (REPORTS / name).read_text()
+
+
+def test_readme_renders_as_committed():
+    report = json.loads((REPORTS / "report.json").read_text())
+    ref = json.loads((REPO / "fixtures" / "seed_reference.json").read_text())
+    assert readme.render(str(REPORTS), report, ref) == committed("README.md")
+
+
+def test_mpi_readme_renders_as_committed():
+    data = json.loads((REPORTS / "mpi" / "allreduce_orders.json").read_text())
+    assert mpi.render(data["rows"], data["mpi"]) == committed("mpi/README.md")
+
+
+def test_python_report_renders_as_committed():
+    assert python_checks.render(str(REPORTS / "python")) == committed("python/README.md")
+
+
+def test_mutation_reports_render_as_committed(monkeypatch):
+    text = committed("mutation.md")
+    date = re.search(r"Rendered (\d{4}-\d{2}-\d{2})\.", text).group(1)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(__import__("datetime").datetime.fromisoformat(date + "T12:00:00+00:00").timestamp())))
+    rows = mutation.load_results(str(REPORTS / "mutation" / "results.jsonl"))
+    assert mutation.render_sample(rows, mutation.load_triage(str(REPORTS / "mutation" / "triage.json"))) == text
+    assert mutation.render_patches(rows) == committed("mutation_handwritten.md")
+
+
+def test_performance_report_renders_from_its_results(monkeypatch):
+    monkeypatch.chdir(HERE / "fixtures")
+    assert performance.render("bench-results") == (HERE / "fixtures" / "performance.md").read_text()
+
+
+def test_performance_report_says_what_was_not_measured(tmp_path, monkeypatch):
+    (tmp_path / "machine.json").write_text('{"model": "m", "cores": "1", "family": "f", "cpu_model": "c"}')
+    monkeypatch.chdir(tmp_path)
+    text = performance.render(".")
+    assert "PyTorch not available to /usr/bin/python3: **not measured** (skipped)." in text
+    assert text.count("\nnot measured\n") == 2  # (e) and (f)
+
+
+def test_number_filters_write_unmeasured_figures_as_na():
+    assert core.fixed(None) == core.general(None, 3) == core.times(None) == "n/a"
+    assert core.fixed(1.25, 1) == "%.1f" % 1.25 and core.general(0.000123456, 3) == "%.3g" % 0.000123456
+    assert core.pct(0.1234) == "12.3%" and core.rel(0.0) == "0 (exact)" and core.size(2048) == "2.0 KiB"
+    assert core.row(["a", 1, "b|c"]) == "| a | 1 | b|c |" and core.cell("b|c") == "b\\|c"
+
+
+def test_shims_keep_the_old_script_paths(tmp_path):
+    """tools/report/render_report.py (nsv report's --render-script, README) renders README.md."""
+    shutil.copy(REPORTS / "report.json", tmp_path / "report.json")
+    (tmp_path / "figures").mkdir()
+    for png in (REPORTS / "figures").glob("*.png"):
+        (tmp_path / "figures" / png.name).write_bytes(b"")
+    out = subprocess.run([sys.executable, str(REPO / "tools" / "report" / "render_report.py"), str(tmp_path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "README.md").read_text() == committed("README.md")
+    out = subprocess.run([sys.executable, str(REPO / "tools" / "report"), "compare", str(REPORTS), str(REPORTS)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "0 difference(s)" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("command", ["readme", "figures", "performance", "mpi", "python", "mutation", "compare"])
+def test_every_command_has_help(command):
+    out = subprocess.run([sys.executable, str(REPO / "tools" / "report"), command, "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "usage: tools/report " + command in out.stdout, out.stdout + out.stderr
