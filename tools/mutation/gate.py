@@ -42,6 +42,19 @@ class Outcome:
     failed: str | None   # the first failing test, "name (timeout)" when it ran past its limit
     seconds: float
     durations: dict[str, float]
+    failures: list[str] = dataclasses.field(default_factory=list)  # every failing test, in the order they failed
+
+
+def failing_cases(outcome: Outcome, log_dir: Path) -> list[str]:
+    """What killed a mutant, in full: the Boost test cases that failed (suite/case, from the
+    failing tests' logs), then ctest:NAME for each failing test."""
+    names = sorted({f.split(" (")[0] for f in outcome.failures})
+    cases = set()
+    for name in names:
+        log = log_dir / f"{name}.log"
+        if log.exists():
+            cases.update(re.findall(r'error: in "([^"]+)"', log.read_text(errors="replace")))
+    return sorted(cases) + [f"ctest:{name}" for name in names]
 
 
 def _limit(test: GateTest) -> float:
@@ -64,6 +77,7 @@ def run(build: Path, tests: list[GateTest], cores: int, stop_at_first_failure: b
     running: dict[str, tuple[subprocess.Popen, float, GateTest]] = {}
     durations: dict[str, float] = {}
     failed = None
+    failures: list[str] = []
     start = time.monotonic()
     log_dir.mkdir(parents=True, exist_ok=True)
 
@@ -103,9 +117,11 @@ def run(build: Path, tests: list[GateTest], cores: int, stop_at_first_failure: b
                 name_shown = name
             del running[name]
             durations[name] = elapsed
+            if code != 0:
+                failures.append(name_shown)
             if code != 0 and failed is None:
                 failed = name_shown
                 if stop_at_first_failure:
                     stop_all()
                     pending.clear()
-    return Outcome(failed, time.monotonic() - start, durations)
+    return Outcome(failed, time.monotonic() - start, durations, failures)

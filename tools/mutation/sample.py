@@ -16,7 +16,14 @@ from the results and the triage.
   tools/mutation/sample.py --sample 150 --seed 20261202 --scratch ../nsv-mutation
   tools/mutation/sample.py --list --sample 20          # the first 20 sites of the sample
   tools/mutation/sample.py --rerun-survivors           # after adding properties
+  tools/mutation/sample.py --patches                   # the hand-written mutants, properties/mutants/*.patch
   tools/mutation/sample.py --render-only
+
+The hand-written mutants are one more source of mutants (tools/mutation/patches.py): judged by the
+same gate on the same scratch copy, but on the whole gate, so that each row lists every test that
+killed it; their rows (source "patch", no seed) go to the same results file and never count in the
+sample's score. reports/mutation.md and reports/mutation_handwritten.md are rendered from the
+results by the report renderer (tools/report/nsvreport/mutation.py; `python3 tools/report mutation`).
 
 The scratch folder must be outside the repository. Beside it (under the same parent) with
 ccache installed, the scratch build reuses the repository build's objects and each restore is
@@ -38,8 +45,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO / "tools" / "report"))
 import gate  # noqa: E402
+import patches  # noqa: E402
 import sites  # noqa: E402
-from nsvreport import mutation as mutation_report  # noqa: E402  (the renderer of reports/mutation*.md)
+from nsvreport import core, mutation as mutation_report  # noqa: E402  (the renderer of reports/mutation*.md)
 # lib/cuda is built only with a CUDA toolchain: its mutants could not be judged on this machine.
 DEFAULT_EXCLUDED = ["lib/cuda/"]
 
@@ -70,6 +78,9 @@ def parse_args() -> argparse.Namespace:
     mode.add_argument("--rerun-survivors", action="store_true",
                       help="judge again, on the current gate, every survivor not shown equivalent that no rerun has killed yet")
     mode.add_argument("--render-only", action="store_true", help="rewrite the report from the results and triage")
+    mode.add_argument("--patches", nargs="*", type=Path, metavar="PATCH",
+                      help="judge the hand-written mutants (default: every properties/mutants/*.patch) on the whole "
+                           "gate; their rows replace the earlier ones of the same patch")
     args = p.parse_args()
     if args.sample < 1:
         p.error("--sample must be at least 1")
@@ -136,31 +147,49 @@ class Scratch:
                                   stderr=subprocess.STDOUT).returncode
         return code == 0, time.monotonic() - start
 
-    def judge(self, site: sites.Site, tests: list[gate.GateTest]) -> dict:
-        """Applies the mutant, rebuilds, runs the gate to its first failure, restores."""
-        path = self.tree / site.path
-        original = path.read_bytes()
-        lines = original.decode("utf-8").split("\n")
-        if lines[site.line - 1] != site.before:
-            raise RuntimeError(f"{site.path}:{site.line} differs from the enumerated line")
-        lines[site.line - 1] = site.after
-        path.write_text("\n".join(lines), encoding="utf-8")
+    def judge(self, mutant: sites.Site | patches.Patch, tests: list[gate.GateTest]) -> dict:
+        """Applies the mutant, rebuilds, runs the gate, restores. A sampled site runs the gate to
+        its first failure; a hand-written patch runs all of it and lists every test that failed."""
+        whole_gate = isinstance(mutant, patches.Patch)
+        restore = patches.apply(self.tree, mutant) if whole_gate else apply_site(self.tree, mutant)
+        if restore is None:
+            return {"verdict": "does_not_apply"}
         try:
             built, build_s = self.compile(self.logs / "build.log")
             if not built:
                 return {"verdict": "stillborn", "build_s": round(build_s, 1)}
-            outcome = gate.run(self.build, tests, self.jobs, stop_at_first_failure=True, log_dir=self.logs)
-            verdict = "killed" if outcome.failed else "survived"
-            return {"verdict": verdict, "killer": outcome.failed, "build_s": round(build_s, 1),
-                    "test_s": round(outcome.seconds, 1)}
+            outcome = gate.run(self.build, tests, self.jobs, stop_at_first_failure=not whole_gate, log_dir=self.logs)
+            verdict = {"verdict": "killed" if outcome.failed else "survived", "killer": outcome.failed,
+                       "build_s": round(build_s, 1), "test_s": round(outcome.seconds, 1)}
+            if whole_gate:
+                verdict["killers"] = gate.failing_cases(outcome, self.logs)
+            return verdict
         finally:
-            # Written anew (not its old modification time): the next build recompiles the original.
-            path.write_bytes(original)
+            restore()
+
+
+def apply_site(tree: Path, site: sites.Site):
+    """Writes the mutated line into the tree; returns what restores the file."""
+    path = tree / site.path
+    original = path.read_bytes()
+    lines = original.decode("utf-8").split("\n")
+    if lines[site.line - 1] != site.before:
+        raise RuntimeError(f"{site.path}:{site.line} differs from the enumerated line")
+    lines[site.line - 1] = site.after
+    path.write_text("\n".join(lines), encoding="utf-8")
+    # Written anew (not its old modification time): the next build recompiles the original.
+    return lambda: path.write_bytes(original)
 
 
 def record(site: sites.Site, seed: int, source: str, verdict: dict) -> dict:
     return {"key": site.key, "path": site.path, "line": site.line, "operator": site.operator,
             "before": site.before.strip(), "after": site.after.strip(), "seed": seed, "commit": source, **verdict}
+
+
+def record_patch(patch: patches.Patch, source: str, verdict: dict) -> dict:
+    return {"key": patch.key, "source": "patch", "path": patch.path, "name": patch.name, "operator": "patch",
+            "what": patch.what, "commit": source, "date": core.today(), "killer": None, "killers": [],
+            **verdict}
 
 
 def baseline(scratch: Scratch) -> list[gate.GateTest]:
@@ -220,6 +249,21 @@ def run_sample(args: argparse.Namespace, scratch: Scratch, tests: list[gate.Gate
         print(f"sample:    {row['verdict']}" + (f" by {row['killer']}" if row.get("killer") else ""), file=sys.stderr)
 
 
+def run_patches(args: argparse.Namespace, scratch: Scratch, tests: list[gate.GateTest]) -> bool:
+    """Judges each hand-written patch; True when every one was killed."""
+    rows = mutation_report.load_results(args.results)
+    count_kills(tests, rows)
+    all_killed = True
+    for patch in patches.all_patches(REPO, args.patches):
+        print(f"sample: patch {patch.name}: {patch.what}", file=sys.stderr)
+        row = record_patch(patch, scratch.source, scratch.judge(patch, tests))
+        rows = [r for r in rows if r["key"] != row["key"]] + [row]
+        write_results(args.results, rows)
+        all_killed &= row["verdict"] == "killed"
+        print(f"sample:    {row['verdict']}" + (f" by {len(row['killers'])} test(s)" if row["killers"] else ""), file=sys.stderr)
+    return all_killed
+
+
 def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate.GateTest]) -> None:
     rows = mutation_report.load_results(args.results)
     count_kills(tests, rows)
@@ -231,7 +275,7 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
     for s in every:
         by_change.setdefault((s.operator, s.before.strip(), s.after.strip()), []).append(s)
     for r in rows:
-        if r["verdict"] != "survived" or not any(m in r["path"] for m in args.match):
+        if r["verdict"] != "survived" or r.get("source") == "patch" or not any(m in r["path"] for m in args.match):
             continue
         if r.get("rerun", {}).get("verdict") == "killed" or triage.get(r["key"], {}).get("status") == "equivalent":
             continue  # already killed by a property added since, or shown equivalent: its verdict stands
@@ -272,12 +316,16 @@ def main() -> None:
             t.kills += 10**6 if t.name in args.first else 0
         if args.rerun_survivors:
             rerun_survivors(args, scratch, tests)
+        elif args.patches is not None:
+            all_killed = run_patches(args, scratch, tests)
         else:
             run_sample(args, scratch, tests)
     for path in mutation_report.write(mutation_report.load_results(args.results), args.triage, args.out, args.patches_out,
                                       seed=args.seed, target=args.sample, folders=args.folders):
         path = Path(path)
         print(f"sample: wrote {path.relative_to(REPO) if REPO in path.parents else path}", file=sys.stderr)
+    if args.patches is not None and not args.render_only and not all_killed:
+        sys.exit("sample.py: a hand-written mutant was not killed (see reports/mutation_handwritten.md)")
 
 
 if __name__ == "__main__":
