@@ -26,19 +26,17 @@ def number(fn):
     return wrapped
 
 
-@number
-def fixed(v, digits=4):
-    return f"{v:.{digits}f}"
-
-
-@number
-def signed(v, digits=4):
-    return f"{v:+.{digits}f}"
-
-
-@number
-def sci(v):
-    return f"{v:.2e}"
+# One-line formats; a filter with a rule of its own is a function below.
+fixed = number(lambda v, digits=4: f"{v:.{digits}f}")
+signed = number(lambda v, digits=4: f"{v:+.{digits}f}")
+sci = number(lambda v: f"{v:.2e}")
+general = number(lambda v, digits=None: f"{v:g}" if digits is None else f"{v:.{digits}g}")
+mib = number(lambda b: f"{b / 1024 / 1024:g}")
+percent_change = number(lambda ratio: f"{(ratio - 1) * 100:+.0f}%")
+ms = number(lambda seconds: f"{seconds * 1e3:.1f} ms")            # a time in milliseconds, with its unit
+signed_ms = number(lambda seconds: f"{seconds * 1e3:+.1f} ms")
+pct = number(lambda fraction, digits=1: f"{fraction * 100:.{digits}f}%")
+times = number(lambda ratio, digits=2: f"{ratio:.{digits}f}x")    # a ratio as a factor: 1.23x
 
 
 @number
@@ -46,11 +44,6 @@ def short_sci(v):
     """7e-07 -> 7e-7, as the seed writes it."""
     mantissa, exponent = f"{v:.0e}".split("e")
     return f"{mantissa}e{int(exponent)}"
-
-
-@number
-def general(v, digits=None):
-    return f"{v:g}" if digits is None else f"{v:.{digits}g}"
 
 
 @number
@@ -73,38 +66,6 @@ def size(b):
     if b < 1024 * 1024:
         return f"{b / 1024:.1f} KiB"
     return f"{b / 1024 / 1024:.2f} MiB"
-
-
-@number
-def mib(b):
-    return f"{b / 1024 / 1024:g}"
-
-
-@number
-def percent_change(ratio):
-    return f"{(ratio - 1) * 100:+.0f}%"
-
-
-@number
-def ms(seconds):
-    """A time in milliseconds, one decimal, with its unit."""
-    return f"{seconds * 1e3:.1f} ms"
-
-
-@number
-def signed_ms(seconds):
-    return f"{seconds * 1e3:+.1f} ms"
-
-
-@number
-def pct(fraction, digits=1):
-    return f"{fraction * 100:.{digits}f}%"
-
-
-@number
-def times(ratio, digits=2):
-    """A ratio as a factor: 1.23x."""
-    return f"{ratio:.{digits}f}x"
 
 
 # ---- text and tables ---------------------------------------------------------------------------
