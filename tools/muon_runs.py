@@ -36,8 +36,11 @@ import json
 import math
 import os
 import struct
+import sys
 
-NS_COEFFS = (3.4445, -4.7750, 2.0315)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+import torch_ns  # noqa: E402  (the torch transcription of DeepSpeed's NS, and its coefficients)
+
 ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
 ROW_PARALLEL = ("o_proj", "down_proj")
 
@@ -61,19 +64,11 @@ def save_safetensors(path, tensors, metadata=None):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def newton_schulz(torch, g, steps=5, eps=1e-7):
-    """DeepSpeed's zeropower_via_newtonschulz5 in fp32, batched over leading dims."""
-    a, b, c = NS_COEFFS
-    x = g.float()
-    tall = x.size(-2) > x.size(-1)
-    if tall:
-        x = x.mT
-    x = x / (x.norm(dim=(-2, -1), keepdim=True) + eps)
-    for _ in range(steps):
-        A = x @ x.mT
-        B = b * A + c * (A @ A)
-        x = a * x + B @ x
-    return x.mT if tall else x
+def newton_schulz(torch, g):
+    """DeepSpeed's zeropower_via_newtonschulz5 in fp32, batched over leading dims (5 steps):
+    tools/bench/torch_ns.py's ns_standard, with c * (A @ A) where DeepSpeed writes (c * A) @ A
+    (square_first): fixtures/runs were made so, and the difference is rounding."""
+    return torch_ns.ns_standard(g, 5, torch.float32, square_first=True)
 
 
 def aspect(rows, cols):

@@ -44,6 +44,12 @@ import hashlib
 import json
 import math
 import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+# The docstring's newton_schulz is torch_ns.ns_standard, the coefficients torch_ns.KELLER (the
+# docstring is recorded in training.json, so it keeps its words).
+import torch_ns  # noqa: E402
 
 CORPUS_DIR = "/usr/share/common-licenses"
 # name -> sha256 of the texts of Debian 12's base-files (12.4+deb12u11) (the corpus is refused if any differs).
@@ -64,7 +70,6 @@ CORPUS_FILES = {
     "MPL-2.0": "fab3dd6bdab226f1c08630b1dd917e11fcb4ec5e1e020e2c16f83a0a13863e85",
 }
 
-NS_COEFFS = (3.4445, -4.7750, 2.0315)
 MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -95,26 +100,11 @@ def read_corpus(np):
     return tokens, record
 
 
-def newton_schulz(torch, g, steps=5, eps=1e-7):
-    """zeropower_via_newtonschulz5 (original_muon.py:37-65) in float32."""
-    a, b, c = NS_COEFFS
-    x = g.float()
-    tall = g.size(-2) > g.size(-1)
-    if tall:
-        x = x.mT
-    x = x / (x.norm(dim=(-2, -1), keepdim=True) + eps)
-    for _ in range(steps):
-        A = x @ x.mT
-        B = b * A + c * A @ A
-        x = a * x + B @ x
-    return x.mT if tall else x
-
-
 def muon_update(torch, grad, momentum, beta, ns_steps=5, nesterov=True):
     """original_muon.py:146-164 (whole-matrix path). Overwrites grad, as DeepSpeed's does."""
     momentum.lerp_(grad, 1 - beta)
     update = grad.lerp_(momentum, beta) if nesterov else momentum
-    update = newton_schulz(torch, update, steps=ns_steps)
+    update = torch_ns.ns_standard(update, ns_steps, torch.float32)
     update *= max(1, grad.size(-2) / grad.size(-1)) ** 0.5
     return update
 
@@ -247,7 +237,7 @@ def run_training(torch, np, build_model, init_weights, base_dims, args, command)
     tokens, corpus = read_corpus(np)
     hp = dict(steps=args.train_steps, batch=args.train_batch, seq_len=args.train_seq_len, eval_every=10,
               muon_lr=args.muon_lr, momentum=0.95, nesterov=True, ns_steps=5, ns="standard (zeropower_via_newtonschulz5)",
-              ns_dtype="float32", coeffs=list(NS_COEFFS), adam_lr=args.adam_lr, adam_betas=[0.9, 0.95], adam_eps=1e-10,
+              ns_dtype="float32", coeffs=list(torch_ns.KELLER), adam_lr=args.adam_lr, adam_betas=[0.9, 0.95], adam_eps=1e-10,
               weight_decay=0.0)
     dump_at = sorted({int(s) for s in args.dump_at.split(",")})
     if not dump_at or dump_at[0] < 0 or dump_at[-1] > hp["steps"]:

@@ -54,7 +54,10 @@ import statistics
 import sys
 import time
 
-A_COEF, B_COEF, C_COEF = 3.4445, -4.7750, 2.0315
+# Keller Jordan's (a, b, c), DeepSpeed's: the one coefficient table of the torch transcriptions
+# (tools/muon_runs.py and tools/train_muon.py import it, with ns_standard).
+KELLER = (3.4445, -4.7750, 2.0315)
+A_COEF, B_COEF, C_COEF = KELLER
 DEFAULT_SHAPES = "256x256,512x1024,1024x1024,1024x4096,4096x4096"
 
 
@@ -106,8 +109,10 @@ def dtype_of(name):
     return {"fp32": t.float32, "fp64": t.float64, "bf16": t.bfloat16, "fp16": t.float16}[name]
 
 
-def ns_standard(G, steps=5, dtype=None):
-    """DeepSpeed zeropower_via_newtonschulz5 (2-D or batched)."""
+def ns_standard(G, steps=5, dtype=None, square_first=False):
+    """DeepSpeed zeropower_via_newtonschulz5 (2-D or batched). square_first: B = b A + c (A A)
+    instead of DeepSpeed's (c A) A, which rounds differently; tools/muon_runs.py made
+    fixtures/runs so, and keeps it to reproduce them bit for bit."""
     a, b, c = A_COEF, B_COEF, C_COEF
     X = G.to(dtype) if dtype is not None else G
     tall = G.size(-2) > G.size(-1)
@@ -116,7 +121,7 @@ def ns_standard(G, steps=5, dtype=None):
     X = X / (X.norm(dim=(-2, -1), keepdim=True) + 1e-7)
     for _ in range(steps):
         A = X @ X.mT
-        B = b * A + c * A @ A
+        B = b * A + c * (A @ A) if square_first else b * A + c * A @ A
         X = a * X + B @ X
     if tall:
         X = X.mT
