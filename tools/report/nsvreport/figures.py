@@ -115,7 +115,16 @@ class Figures:
         print(f"wrote figures/{name}.png and .svg")
 
     def write_index(self):
-        core.write_atomically(os.path.join(self.fig_dir, "index.json"), json.dumps(self.index, indent=1, sort_keys=True) + "\n")
+        """index.json: the figures drawn now, and those of the previous index whose files are still
+        here though their input is not (a checkout without the uncommitted data, reports/README.md
+        "Files"): the index lists every figure of the folder."""
+        path = os.path.join(self.fig_dir, "index.json")
+        kept = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                kept = {name: entry for name, entry in json.load(f).items()
+                        if os.path.exists(os.path.join(self.fig_dir, f"{name}.png"))}
+        core.write_atomically(path, json.dumps({**kept, **self.index}, indent=1, sort_keys=True) + "\n")
 
 
 def divergence_vs_tp(figs, rows, strategies):

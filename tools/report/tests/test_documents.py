@@ -85,3 +85,18 @@ def test_shims_keep_the_old_script_paths(tmp_path):
 def test_every_command_has_help(command):
     out = subprocess.run([sys.executable, str(REPO / "tools" / "report"), command, "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "usage: tools/report " + command in out.stdout, out.stdout + out.stderr
+
+
+def test_figures_of_a_checkout_keep_the_index_of_the_figures_whose_data_is_not_committed(tmp_path):
+    """Without gram_stability.csv and audit/*.json (not committed) two figures cannot be drawn again;
+    their committed files stay, and so do their entries in figures/index.json."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "reports"
+    for name in subprocess.run(["git", "-C", str(REPO), "ls-files", "reports"], capture_output=True, text=True,
+                               check=True).stdout.split():
+        (out.parent / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / name, out.parent / name)
+    assert not (out / "gram_stability.csv").exists()
+    run = subprocess.run([sys.executable, str(REPO / "tools" / "plot_report.py"), str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (out / "figures" / "index.json").read_text() == committed("figures/index.json")
