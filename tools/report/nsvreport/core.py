@@ -81,8 +81,8 @@ def cell(v):
 
 
 def row(cells):
-    """One Markdown table row from its cells."""
-    return "| " + " | ".join(str(c) for c in cells) + " |"
+    """One Markdown table row from its cells, each escaped by cell()."""
+    return "| " + " | ".join(cell(c) for c in cells) + " |"
 
 
 def relpath(path, start=None):

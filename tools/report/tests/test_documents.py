@@ -63,7 +63,30 @@ def test_number_filters_write_unmeasured_figures_as_na():
     assert core.fixed(None) == core.general(None, 3) == core.times(None) == "n/a"
     assert core.fixed(1.25, 1) == "%.1f" % 1.25 and core.general(0.000123456, 3) == "%.3g" % 0.000123456
     assert core.pct(0.1234) == "12.3%" and core.rel(0.0) == "0 (exact)" and core.size(2048) == "2.0 KiB"
-    assert core.row(["a", 1, "b|c"]) == "| a | 1 | b|c |" and core.cell("b|c") == "b\\|c"
+    assert core.row(["a", 1, "b|c"]) == "| a | 1 | b\\|c |" and core.cell("b|c") == "b\\|c"
+
+
+def table_cells(line):
+    """The cells of a GitHub Markdown table line: split at each | that is not escaped (in GFM an
+    escaped one stays in its cell, code span or not), outer pipes dropped."""
+    return len(re.split(r"(?<!\\)\|", line.strip().strip("|").replace("\\\\", "")))
+
+
+def test_every_committed_table_has_as_many_cells_in_each_row_as_in_its_rule():
+    """A header or row whose cell count differs from the |---| rule below the header renders as
+    text (header) or loses cells (row) on GitHub: the Python report's status table did (issue 29)."""
+    bad = []
+    for path in sorted(REPORTS.rglob("*.md")):
+        lines = path.read_text().split("\n")
+        for i, line in enumerate(lines[1:], 1):
+            if re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line.strip()):
+                width = table_cells(line)
+                j = i - 1
+                while j < len(lines) and lines[j].startswith("|"):
+                    if j != i and table_cells(lines[j]) != width:
+                        bad.append(f"{path.relative_to(REPO)}:{j + 1}: {table_cells(lines[j])} cells, rule {width}")
+                    j += 1
+    assert not bad, "\n".join(bad)
 
 
 def test_shims_keep_the_old_script_paths(tmp_path):
