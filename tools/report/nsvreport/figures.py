@@ -2,9 +2,9 @@
 
 Usage: /usr/bin/python3 tools/report figures reports/   (or tools/plot_report.py reports/, as `nsv report` runs it)
 
-Reads   report.json (the strategy table: names, and the baseline), sweep.csv, aspect_sweep.csv,
-        spectrum_sweep.csv, amplification.csv, step.csv, audit/*.json, schedule_*.csv; the training study
-        from report.json
+Reads   report.json (the strategy table: names, summaries and the baseline; the training study;
+        parameters of the figures), sweep.csv, aspect_sweep.csv, spectrum_sweep.csv,
+        amplification.csv, step.csv, audit/*.json, schedule_*.csv
 Writes  figures/<name>.png and figures/<name>.svg for each figure whose input exists, and
         figures/index.json (name -> title, inputs).
 
@@ -15,7 +15,6 @@ standard library). Without matplotlib it prints a note and exits with status 3, 
 
 import csv
 import json
-import math
 import os
 import sys
 from collections import defaultdict
@@ -27,6 +26,7 @@ try:
 
     matplotlib.use("Agg")
     import matplotlib.patches
+    import matplotlib.ticker
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 except ImportError as exc:  # pragma: no cover - depends on the machine
@@ -71,13 +71,18 @@ class Strategies:
     def marker(self, name):
         return MARKERS[self.names.index(name) % len(MARKERS)]
 
+    def label(self, name):
+        """The strategy's name and what it does, for a legend (its record's summary)."""
+        return f"{name}: {self.records[self.names.index(name)]['summary']}"
 
-def load_strategies(out_dir):
+
+def load_report(out_dir):
+    """report.json (the strategy table and the figures' parameters), or None when absent."""
     path = os.path.join(out_dir, "report.json")
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        return Strategies(json.load(f)["strategies"])
+        return json.load(f)
 
 
 def read_csv(path):
@@ -295,9 +300,12 @@ def step_strategies(figs, rows, strategies):
     figs.save(fig, "step_strategies", "strategy comparison per Llama parameter", ["step.csv"])
 
 
-def amplification(figs, rows):
+def amplification(figs, rows, report):
+    """Noise amplification over NS steps, with a^k for the schedule's slope at 0 (report.json
+    "amplification": a, the first coefficient)."""
     if not rows:
         return
+    a = report.get("amplification", {}).get("a")
     spectra = ordered_unique(r["spectrum"] for r in rows)
     cols = [
         ("whole_amp", "whole NS: rank- vs reverse-order gradient", "black", "-", "o"),
@@ -315,8 +323,8 @@ def amplification(figs, rows):
         for col, label, color, style, marker in cols:
             ys = [mean(float(r[col]) for r in rows if r["spectrum"] == sp and int(r["ns_steps"]) == k) for k in steps]
             ax.plot(steps, ys, style, color=color, marker=marker, ms=5, label=label)
-        ax.plot(steps, [3.4445 ** k for k in steps], color="#d62728", lw=0.8, ls="-.",
-                label="a^k = 3.4445^k (NS slope at 0)")
+        if a:
+            ax.plot(steps, [a ** k for k in steps], color="#d62728", lw=0.8, ls="-.", label=f"a^k = {a:g}^k (NS slope at 0)")
         ax.set_yscale("log")
         ax.set_xticks(steps)
         ax.set_xlabel("Newton-Schulz steps k")
@@ -332,7 +340,8 @@ def amplification(figs, rows):
 
 
 def gram_stability(figs, rows, report):
-    """Blow-up fraction of the Gram kernel per restart list and step count, one panel per dtype."""
+    """The share of the grid's inputs on which Gram NS blows up, per restart list and step count,
+    one panel per dtype; cells and colour bar both in percent."""
     if not rows:
         return
     grid = report.get("gram_stability", {}).get("grid")
@@ -346,73 +355,106 @@ def gram_stability(figs, rows, report):
         key = (r["dtype"], r["restart_at"] if r["kernel"] == "gram" else "standard", int(r["steps"]))
         n, b = cells.get(key, (0, 0))
         cells[key] = (n + int(r["seeds"]), b + int(r["blowups"]))
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(4.6 * len(dtypes), 0.42 * len(schedules) + 2.2), sharey=True)
+    names = {"none": "none (never)", "2": "{2} (DeepSpeed)", "standard": "standard kernel (control)"}
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(4.3 * len(dtypes), 0.4 * len(schedules) + 2.0), sharey=True)
     axes = [axes] if len(dtypes) == 1 else list(axes)
     for ax, d in zip(axes, dtypes):
-        frac = [[cells[(d, s, k)][1] / cells[(d, s, k)][0] if (d, s, k) in cells else float("nan") for k in steps]
-                for s in schedules]
-        im = ax.imshow(frac, vmin=0, vmax=1, cmap="Reds", aspect="auto")
-        for i, line in enumerate(frac):
+        percent = [[100 * cells[(d, s, k)][1] / cells[(d, s, k)][0] if (d, s, k) in cells else float("nan") for k in steps]
+                   for s in schedules]
+        im = ax.imshow(percent, vmin=0, vmax=100, cmap="Reds", aspect="auto")
+        for i, line in enumerate(percent):
             for j, v in enumerate(line):
                 if v > 0:
-                    ax.text(j, i, f"{v * 100:.0f}" if v >= 0.01 else "<1", ha="center", va="center", fontsize=7,
-                            color="white" if v > 0.5 else "black")
+                    ax.text(j, i, f"{v:.0f}" if v >= 1 else "<1", ha="center", va="center", fontsize=7.5,
+                            color="white" if v > 50 else "black")
+        ax.grid(False)
         ax.set_xticks(range(len(steps)), [str(k) for k in steps])
-        ax.set_yticks(range(len(schedules)), [s if s in ("standard", "none") else "{" + s + "}" for s in schedules])
+        ax.set_yticks(range(len(schedules)), [names.get(s, "{" + s + "}") for s in schedules])
         ax.set_xlabel("Newton-Schulz steps")
-        ax.set_title(f"{d}: inputs that blow up (%)")
-    axes[0].set_ylabel("gram kernel restart list (standard: control)")
-    fig.colorbar(im, ax=axes, shrink=0.8, label="fraction of the grid's inputs")
-    fig.suptitle(f"Gram NS ({grid['coeffs']}): blow-ups (non-finite or ||X||_F > sqrt(min(m,n)) x*) "
-                 f"over {len(grid['spectra'])} spectra, short sides {grid['short_sides']}, aspects {grid['aspects']}",
-                 fontsize=10)
+        ax.set_title(d)
+    axes[0].set_ylabel("restart list: the Gram kernel restarts before these steps")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="inputs that blow up (%)")
+    x_star = report["gram_stability"]["x_star"]
+    fig.suptitle(f"Gram NS ({grid['coeffs']} coefficients): % of inputs that blow up (blank: none), i.e. give a "
+                 f"non-finite X or ‖X‖_F > √min(m,n)·x*,\nx* = {x_star:.4g} the polynomial's repelling fixed point; "
+                 f"per cell {len(grid['spectra'])} spectra × short sides {core.and_join(grid['short_sides'])} × aspect ratios "
+                 f"{core.and_join(grid['aspects'])} × {grid['seeds']} seeds", fontsize=10.5, x=0.45)
     figs.save(fig, "gram_stability", "Gram NS blow-ups per dtype, restart list and step count", ["gram_stability.csv"])
 
 
-def bytes_vs_tp(figs, rows, strategies):
-    sel = [r for r in rows if r["rows"] == "512" and r["cols"] == "1024" and r["kernel"] == "gram"
-           and r["spectrum"] == "gaussian" and r["seed"] == "0" and int(r["tp"]) >= 2]
+def plain_log_ticks(axis):
+    """A log axis ticked at 1, 2 and 5 times the powers of ten, written as plain numbers (a panel
+    spanning about a decade otherwise shows one label, or none)."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1, 2, 5), numticks=12))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def tp_axis(ax, tps):
+    """The x axis of a quantity against the tensor-parallel degree: log 2, one tick per tp."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(tps, [str(t) for t in tps])
+    ax.minorticks_off()
+    ax.set_xlabel("tensor-parallel degree tp (ranks)")
+
+
+def bytes_vs_tp(figs, rows, strategies, report):
+    """Bytes the busiest rank sends per strategy vs tp, for the matrix of report.json's
+    "communication" section, in MiB as the README's table writes them."""
+    comm = report.get("communication")
+    if not comm:
+        return
+    sel = [r for r in rows if int(r["rows"]) == comm["rows"] and int(r["cols"]) == comm["cols"] and r["kernel"] == comm["kernel"]
+           and r["spectrum"] == comm["spectrum"] and int(r["seed"]) == comm["seed"] and int(r["tp"]) >= 2]
     if not sel:
         return
-    floor = 2 ** -4  # KiB
+    mib = 1024 * 1024
+    whole = comm["whole_bytes"] / mib
+    shape = f"{comm['rows']}×{comm['cols']}"
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for ax, axis in zip(axes, (0, 1)):
-        zero = []
+    drawn = {}
+    sent = [float(r["bytes_sent"]) / mib for r in sel if float(r["bytes_sent"]) > 0] + [whole]
+    for ax, axis in zip(axes, comm["axes"]):
+        zero, absent = [], []
         curves = {}
         for s in strategies.names:
-            pts = sorted((int(r["tp"]), float(r["bytes_sent"]) / 1024) for r in sel
+            pts = sorted((int(r["tp"]), float(r["bytes_sent"]) / mib) for r in sel
                          if r["strategy"] == s and int(r["axis"]) == axis)
-            if pts and all(b == 0 for _, b in pts):
+            if not pts:
+                absent.append(s)
+            elif all(b == 0 for _, b in pts):
                 zero.append(s)
-            elif pts:
+            else:
                 curves[s] = pts
         # A curve that repeats an earlier one is drawn dashed and small inside the earlier one's
         # hollow marker, and says which it equals.
-        same_as = {s: next((t for t in curves if t != s and curves[t] == pts and list(curves).index(t) < list(curves).index(s)), None)
+        same_as = {s: next((t for t in list(curves)[:list(curves).index(s)] if curves[t] == pts), None)
                    for s, pts in curves.items()}
         covered = {t for t in same_as.values() if t}
         for s, pts in curves.items():
             style = (dict(marker="o", ms=4, ls="--") if same_as[s] else
                      dict(marker="s", ms=9, ls="-", mfc="none") if s in covered else dict(marker="o", ms=5, ls="-"))
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=strategies.color(s),
-                    label=s + (f" (= {same_as[s]})" if same_as[s] else ""), **style)
-        ax.set_xscale("log", base=2)
+            label = strategies.label(s) + (f" (same bytes as {same_as[s]}: dashed, inside its square)" if same_as[s] else "")
+            drawn[label] = ax.plot([p[0] for p in pts], [p[1] for p in pts], color=strategies.color(s), **style)[0]
+        whole_line = ax.axhline(whole, color="grey", lw=0.9, ls=":")
+        tp_axis(ax, comm["tps"])
         ax.set_yscale("log")
-        ax.set_xticks([2, 4, 8])
-        ax.set_xticklabels(["2", "4", "8"])
-        ax.set_ylim(floor / 1.5, None)
-        ax.axhline(2048, color="grey", lw=0.9, ls=":", label="size of the whole matrix (2 MiB)")
-        if zero:
-            ax.scatter([2, 4, 8], [floor] * 3, marker="v", color="black", s=26, zorder=5)
-            ax.text(2.1, floor * 1.25, f"0 B: {', '.join(zero)} (no communication)", fontsize=7.5)
-        ax.set_xlabel("tensor-parallel degree tp (ranks)")
-        ax.set_title(f"dim-{axis} split of 512×1024 (Gram over the {'1024' if axis == 0 else '512'}-long unsharded axis)")
-    axes[0].set_ylabel("bytes sent by the busiest rank (KiB, log scale)")
-    axes[0].legend(loc="center right", fontsize=8)
-    fig.suptitle("What exactness costs per 512×1024 fp32 matrix: gather/owner move (tp-1)/tp of it once; the all-reduce "
+        plain_log_ticks(ax.yaxis)
+        ax.set_ylim(min(sent) / 1.5, max(sent) * 1.5)
+        note = [f"{', '.join(zero)}: 0 bytes sent"] * bool(zero) + [f"{', '.join(absent)}: does not apply"] * bool(absent)
+        if note:
+            ax.text(0.02, 0.97, "not drawn: " + "; ".join(note), transform=ax.transAxes, va="top", fontsize=8.5)
+        unsharded = comm["cols"] if axis == 0 else comm["rows"]
+        ax.set_title(f"dim-{axis} split of {shape}: Gram of the {unsharded}-long unsharded axis")
+        ax.set_ylabel("MiB sent by the busiest rank (log scale)")
+    axes[1].tick_params(labelleft=True)
+    drawn[f"the whole {shape} fp32 matrix ({whole:g} MiB)"] = whole_line
+    fig.suptitle(f"What exactness costs per {shape} fp32 matrix: gather/owner move (tp-1)/tp of it once; the all-reduce "
                  "strategies move a Gram per step,\nmore bytes here, least when the long axis is split (smaller Gram)",
                  fontsize=10.5)
     fig.tight_layout()
+    fig.legend(list(drawn.values()), list(drawn), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, fontsize=9,
+               frameon=False)
     figs.save(fig, "bytes_vs_tp", "communication bytes vs tp per strategy", ["sweep.csv"])
 
 
@@ -423,24 +465,19 @@ MIXED_PLAN = "per_head+cheapest_bit_identical"
 
 def plan_styles(strategies):
     """Style of each plan in the step-time figure: a one-strategy plan in its strategy's colour and
-    marker (the baseline dashed), the mixed plan dotted in the colour of its first strategy."""
+    marker, solid (the baseline dashed), the mixed plan dotted in the colour of its first strategy."""
     styles = {}
     for s in strategies.names:
-        styles[s] = dict(color=strategies.color(s), marker=strategies.marker(s))
-        if s == strategies.baseline:
-            styles[s]["ls"] = "--"
+        styles[s] = dict(color=strategies.color(s), marker=strategies.marker(s), ls="--" if s == strategies.baseline else "-")
     first = MIXED_PLAN.split("+")[0]
     if first in strategies.names:
         styles[MIXED_PLAN] = dict(color=strategies.color(first), marker=strategies.marker(first), ls=":")
     return styles
 
 
-def step_time_vs_tp(figs, out_dir, strategies):
-    """Estimated optimizer-step time of each plan vs tp, from the audits' JSON (alpha-beta model)."""
-    audit_dir = os.path.join(out_dir, "audit")
-    if not os.path.isdir(audit_dir):
-        return
-    models = {}
+def load_audits(audit_dir):
+    """The audits' JSON as {model: (model record, {plan: (description, [(tp, step time in ms)])})}."""
+    audits = {}
     for name in sorted(os.listdir(audit_dir)):
         if not name.endswith(".json"):
             continue
@@ -449,56 +486,76 @@ def step_time_vs_tp(figs, out_dir, strategies):
                 j = json.load(f)
             except ValueError:
                 continue
-        stem = name.rsplit("_tp", 1)[0]
+        model, plans = audits.setdefault(name.rsplit("_tp", 1)[0], (j["model"], {}))
         for plan in j["totals"]["plans"]:
-            models.setdefault(stem, {}).setdefault(plan["name"], []).append((int(j["tp"]), plan["step_time_s"] * 1e3))
+            plans.setdefault(plan["name"], (plan["description"], []))[1].append((int(j["tp"]), plan["step_time_s"] * 1e3))
+    return audits
+
+
+def step_time_vs_tp(figs, out_dir, strategies):
+    """Estimated optimizer-step time of each plan vs tp, from the audits' JSON (alpha-beta model):
+    one panel per model, models with the same times sharing one."""
+    audit_dir = os.path.join(out_dir, "audit")
+    if not os.path.isdir(audit_dir):
+        return
+    audits = load_audits(audit_dir)
     preferred = ("llama-3-8b", "llama-3-70b", "qwen2.5-7b", "mistral-7b-v0.1", "gemma-2-9b", "phi-3-mini-4k-instruct",
                  "falcon-7b", "starcoder", "mixtral-8x7b-v0.1", "qwen1.5-moe-a2.7b")
-    shown = [m for m in preferred if m in models]
-    if not shown:
+    panels = {}  # the plans' times -> the models that have them
+    for m in preferred:
+        if m in audits:
+            panels.setdefault(repr(sorted((p, sorted(v[1])) for p, v in audits[m][1].items())), []).append(m)
+    if not panels:
         return
-    cols = min(len(shown), 5)
-    rows = (len(shown) + cols - 1) // cols
-    fig, grid = plt.subplots(rows, cols, figsize=(3.6 * cols, 4.0 * rows), sharey=False, squeeze=False)
+    styles = plan_styles(strategies)
+    cols = min(len(panels), 3)
+    rows = (len(panels) + cols - 1) // cols
+    fig, grid = plt.subplots(rows, cols, figsize=(4.3 * cols, 3.5 * rows), squeeze=False)
     axes = [ax for row in grid for ax in row]
-    for ax in axes[len(shown):]:
+    for ax in axes[len(panels):]:
         ax.set_visible(False)
-    for ax, model in zip(axes, shown):
-        for plan, style in plan_styles(strategies).items():
-            pts = sorted(models[model].get(plan, []))
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], label=plan, **style)
-        ax.set_xscale("log", base=2)
+    drawn = {}
+    for ax, models in zip(axes, panels.values()):
+        record, plans = audits[models[0]]
+        for plan, style in styles.items():
+            if plan in plans:
+                description, pts = plans[plan][0], sorted(plans[plan][1])
+                drawn[f"{plan}: {description}"] = ax.plot([p[0] for p in pts], [p[1] for p in pts], ms=5, **style)[0]
+        tp_axis(ax, sorted({tp for _, pts in plans.values() for tp, _ in pts}))
         ax.set_yscale("log")
-        ax.set_xticks([2, 4, 8])
-        ax.set_xticklabels(["2", "4", "8"])
-        ax.set_xlabel("tensor-parallel degree tp (ranks)")
-        ax.set_title(model, fontsize=10)
-    for row in grid:
-        row[0].set_ylabel("estimated NS time per optimizer step (ms, log)")
-    axes[len(shown) - 1].legend(fontsize=7, loc="best")
-    fig.suptitle("Estimated Muon NS time per optimizer step (H200 bf16 rate, NVLink, alpha-beta model): "
-                 f"`{strategies.baseline}` (dashed) "
-                 "is the inexact AutoTP baseline;\nthe exact owner plans (alone or with per-head q/k/v) scale with tp, "
-                 "gather and the all-reduce plans do not", fontsize=10)
+        plain_log_ticks(ax.yaxis)
+        ax.set_ylabel("NS time per step (ms, log)")
+        moe = f" (MoE, {record['num_experts']} experts)" if record["num_experts"] else ""
+        ax.set_title(" = ".join(models) + moe + ("\n(the same shapes: the same times)" if len(models) > 1 else ""), fontsize=10)
+    fig.suptitle("Estimated Muon NS time per optimizer step (H200 bf16 rate, NVLink, alpha-beta model of `nsv audit`):\n"
+                 "owner (alone or with per-head q/k/v) gets faster with tp like AutoTP's inexact shard; gather and the "
+                 "all-reduce plans do not.\nLines: dashed, "
+                 f"`{strategies.baseline}` (AutoTP today, inexact); solid, one exact strategy for every matrix; "
+                 "dotted, per-head NS on q/k/v and bit-identical elsewhere", fontsize=10.5)
     fig.tight_layout()
+    fig.legend(list(drawn.values()), list(drawn), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=9,
+               frameon=False)
     figs.save(fig, "step_time_vs_tp", "estimated optimizer-step time per strategy vs tp", ["audit/*.json"])
 
 
-def schedules(figs, out_dir):
-    """§6c: every built-in coefficient schedule over NS steps (schedule_*.csv)."""
+def schedules(figs, out_dir, report):
+    """§6c: every built-in coefficient schedule over NS steps (schedule_*.csv), named in the legend
+    with its origin (report.json "schedules")."""
     sweep = read_csv(os.path.join(out_dir, "schedule_sweep.csv"))
     amp = read_csv(os.path.join(out_dir, "schedule_amplification.csv"))
     bands = read_csv(os.path.join(out_dir, "schedule_bands.csv"))
     if not sweep or not amp or not bands:
         return
     names = ordered_unique(r["coeffs"] for r in sweep)
+    origins = {s["name"]: s["origin"] for s in report.get("schedules", {}).get("schedules", [])}
     # schedules that share their first steps (keller and deepseekv4, you and quintic) overlap:
     # alternate solid and dashed lines so that both stay visible
     style = {n: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)], "-" if i % 2 == 0 else "--") for i, n in enumerate(names)}
     steps = sorted({int(r["steps"]) for r in sweep})
     tp_max = max(int(r["tp"]) for r in sweep)
     low = ordered_unique(r["spectrum"] for r in sweep)[-1]
+    shard_shapes = " and ".join(ordered_unique(f"{r['rows']}×{r['cols']}" for r in sweep))
+    amp_shape = f"{amp[0]['rows']}×{amp[0]['cols']}, tp={amp[0]['tp']}"
     x_min = min(float(r["x_min"]) for r in bands)
     band = {(r["schedule"], int(r["ns_steps"])): r for r in bands if float(r["x_min"]) == x_min}
 
@@ -515,16 +572,23 @@ def schedules(figs, out_dir):
         return [mean(float(r[column]) * (float(r["grad_rel_diff"]) if absolute else 1.0)
                      for r in sel if int(r["ns_steps"]) == k) for k in steps]
 
+    rel = "rel. difference (dimensionless)"
+    both_axes = rel + ",\nmean of the two split axes"
     panels = [
-        (f"shard vs whole, Gaussian, tp={tp_max}", lambda n: shard(n, "gaussian"), "linear"),
-        (f"shard vs whole, {low}, tp={tp_max}", lambda n: shard(n, low), "linear"),
-        ("whole-matrix fp32 vs fp64 (rel.)", lambda n: amp_series(n, "kernel_err_standard_amp", True), "log"),
-        ("gram_allreduce vs whole (rel.)", lambda n: amp_series(n, "gram_allreduce_vs_whole_amp", True), "log"),
-        ("reduction-order amplification, Gaussian (×)", lambda n: amp_series(n, "whole_amp", False), "log"),
-        (f"band of [{x_min:g}, 1]: lowest / highest singular value", None, "linear"),
+        (f"`shard` vs whole-matrix NS: {shard_shapes} Gaussian, tp={tp_max}", lambda n: shard(n, "gaussian"), "linear",
+         both_axes),
+        (f"`shard` vs whole-matrix NS: {shard_shapes} {low}, tp={tp_max}", lambda n: shard(n, low), "linear", both_axes),
+        (f"whole-matrix NS in fp32 vs fp64 (Gaussian, {amp_shape.split(',')[0]})",
+         lambda n: amp_series(n, "kernel_err_standard_amp", True), "log", rel + ", log"),
+        (f"`gram_allreduce` vs whole-matrix NS (Gaussian, {amp_shape})",
+         lambda n: amp_series(n, "gram_allreduce_vs_whole_amp", True), "log", rel + ", log"),
+        (f"whole-matrix NS, rank vs reverse summation order (Gaussian, {amp_shape})",
+         lambda n: amp_series(n, "whole_amp", False), "log", "amplification: output rel. diff\n÷ gradient rel. diff (×, log)"),
+        (f"rounding-free band: image of [{x_min:g}, 1] after k steps", None, "linear",
+         "singular value of the output\n(solid/dashed: highest; dotted: lowest)"),
     ]
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8.2))
-    for ax, (title, series, scale) in zip(axes.flat, panels):
+    fig, axes = plt.subplots(3, 2, figsize=(12, 12))
+    for ax, (title, series, scale, ylabel) in zip(axes.flat, panels):
         for n in names:
             color, marker, line = style[n]
             ks = [k for k in steps if in_basin(n, k)]
@@ -536,15 +600,19 @@ def schedules(figs, out_dir):
                 ax.plot(ks, [ys[steps.index(k)] for k in ks], line, color=color, marker=marker, ms=4, label=n)
         ax.set_yscale(scale)
         ax.set_xticks(steps)
-        ax.set_xlabel("Newton-Schulz steps")
-        ax.set_title(title)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.suptitle("Every published coefficient schedule under sharding: shard diverges under all of them; the "
-                 "all-reduce strategy stays at the kernel's own fp32 error\n(a schedule is drawn only while its "
-                 "rounding-free band stays in the basin of attraction: cubic5 leaves it when cycled past 5 steps)",
+        ax.set_xlabel("Newton-Schulz steps k")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+    handles = axes.flat[0].get_legend_handles_labels()[0]
+    labels = [f"{n}: {origins[n]}" if n in origins else n for n in names]
+    fig.suptitle("Every published coefficient schedule under sharding (fp32, standard loop): `shard` diverges under all "
+                 "of them;\nthe all-reduce strategy stays at the kernel's own fp32 error. A schedule is drawn only while "
+                 "its rounding-free band\nstays in the basin of attraction (cubic5 leaves it when cycled past 5 steps).",
                  fontsize=11)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=len(names), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.985), h_pad=1.5)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=9, frameon=False,
+               title="Solid and dashed lines alternate between schedules only so that those with the same first steps "
+                     "stay visible.", title_fontsize=9)
     figs.save(fig, "schedules", "coefficient schedules under sharding, over NS steps",
               ["schedule_sweep.csv", "schedule_amplification.csv", "schedule_bands.csv"])
 
@@ -622,24 +690,23 @@ def main(args):
     if not os.path.isdir(out_dir):
         print(f"{out_dir} is not a folder: run `nsv report --out-dir {out_dir}` first")
         return 2
-    strategies = load_strategies(out_dir)
-    if strategies is None:
+    report = load_report(out_dir)
+    if report is None:
         print(f"{out_dir}/report.json does not exist (it holds the strategy table): run `nsv report --out-dir {out_dir}` first")
         return 2
+    strategies = Strategies(report["strategies"])
     figs = Figures(out_dir)
     sweep = read_csv(os.path.join(out_dir, "sweep.csv")) or []
     divergence_vs_tp(figs, sweep, strategies)
     divergence_vs_aspect(figs, read_csv(os.path.join(out_dir, "aspect_sweep.csv")))
     divergence_vs_spectrum(figs, read_csv(os.path.join(out_dir, "spectrum_sweep.csv")))
     step_strategies(figs, read_csv(os.path.join(out_dir, "step.csv")), strategies)
-    amplification(figs, read_csv(os.path.join(out_dir, "amplification.csv")))
-    with open(os.path.join(out_dir, "report.json")) as f:
-        gram_stability(figs, read_csv(os.path.join(out_dir, "gram_stability.csv")), json.load(f))
-    bytes_vs_tp(figs, sweep, strategies)
+    amplification(figs, read_csv(os.path.join(out_dir, "amplification.csv")), report)
+    gram_stability(figs, read_csv(os.path.join(out_dir, "gram_stability.csv")), report)
+    bytes_vs_tp(figs, sweep, strategies, report)
     step_time_vs_tp(figs, out_dir, strategies)
-    schedules(figs, out_dir)
-    with open(os.path.join(out_dir, "report.json")) as f:
-        training_progress(figs, json.load(f))
+    schedules(figs, out_dir, report)
+    training_progress(figs, report)
     figs.write_index()
     if not figs.index:
         print(f"no report data in {out_dir}: nothing to draw")
