@@ -15,7 +15,7 @@ KERNEL_BUGS = [
 # (implementation, check_tp arguments, the property that must catch it); the kernel is "standard"
 TP_BUGS = [
     (numpy_tp.norm_per_shard, dict(claim="rounding"), "tp_result_is_within_the_s5_bound_of_the_target"),
-    (numpy_tp.per_shard_ns, dict(claim="exact"), "tp_result_equals_the_target_bit_for_bit"),
-    (numpy_tp.autotp_muon_update, dict(claim="exact", aspect_scale=True), "tp_result_equals_the_target_bit_for_bit"),
+    (numpy_tp.per_shard_ns, dict(claim="exact"), "tp_result_equals_its_own_tp_1_result_bit_for_bit"),
+    (numpy_tp.autotp_muon_update, dict(claim="exact", aspect_scale=True), "tp_result_equals_its_own_tp_1_result_bit_for_bit"),
     (numpy_tp.local_aspect_scale, dict(claim="rounding", aspect_scale=True), "tp_result_is_within_the_s5_bound_of_the_target"),
 ]

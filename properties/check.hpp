@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 
+#include "assertions.hpp"
 #include "nsv/dtype.hpp"
 #include "nsv/matrix.hpp"
 #include "nsv/metrics.hpp"
@@ -36,11 +37,11 @@ struct Tally {
 Tally& tally();  // harness.cpp
 
 // Remembers how much of its tolerance a bounded property used (printed at the end of the run:
-// the margin each derived bound leaves).
+// the margin each derived bound leaves). The assertions of checks/assertions.hpp record the
+// same figure for every bounded claim; check_property moves it to the run's tally.
 inline void record_ratio(double measured, double bound) {
   if (!(bound > 0) || !std::isfinite(measured)) return;
-  const std::string name = boost::unit_test::framework::current_test_case().p_name;
-  double& worst = tally().worst_ratio[name];
+  double& worst = checks::case_log().worst_ratio;
   worst = std::max(worst, measured / bound);
 }
 
@@ -60,23 +61,44 @@ inline std::string replay_command(const std::string& id, const rc::detail::Repro
   return cmd.str();
 }
 
-template <class Testable>
-void check_property(Testable&& testable) {
+// Runs the property body `property` of the current Boost test case through RapidCheck (its
+// configuration from RC_PARAMS), counts its cases in the run's tally, and fails the test case
+// with the shrunk counterexample and its replay command. `must_check`: the property asserts
+// through checks/assertions.hpp (the catalogue's properties do), and a run in which no case
+// asserted anything (every case outside the premise) is a failure, not a pass.
+template <class Property>
+void check_property(Property&& property, bool must_check = false) {
   const auto& test_case = boost::unit_test::framework::current_test_case();
   rc::detail::TestMetadata metadata;
   metadata.id = test_case.full_name();
   metadata.description = test_case.p_name;
+  checks::case_log() = {};
+  int checked_cases = 0;
+  const auto counted = [&property, &checked_cases] {
+    checks::case_log().checked = 0;
+    property();
+    if (checks::case_log().checked > 0) ++checked_cases;
+  };
   const auto start = std::chrono::steady_clock::now();
-  const auto result = rc::detail::checkTestable(std::forward<Testable>(testable), metadata);
+  const auto result = rc::detail::checkTestable(counted, metadata);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (checks::case_log().worst_ratio > 0) {
+    double& worst = tally().worst_ratio[test_case.p_name];
+    worst = std::max(worst, checks::case_log().worst_ratio);
+  }
   if (result.template is<rc::detail::SuccessResult>()) {
     const auto success = result.template get<rc::detail::SuccessResult>();
     ++tally().properties;
     tally().cases += success.numSuccess;
     std::ostringstream distribution;
     if (!success.distribution.empty()) rc::detail::printResultMessage(result, distribution);
-    BOOST_TEST_MESSAGE(metadata.id << ": " << success.numSuccess << " cases passed in " << seconds << " s" << distribution.str());
+    BOOST_TEST_MESSAGE(metadata.id << ": " << success.numSuccess << " cases passed in " << seconds << " s"
+                                   << (must_check ? ", " + std::to_string(checked_cases) + " inside the premise" : std::string())
+                                   << distribution.str());
     BOOST_CHECK(success.numSuccess > 0);
+    if (must_check)
+      BOOST_CHECK_MESSAGE(checked_cases > 0, metadata.id << ": none of the " << success.numSuccess
+                                                         << " cases lay inside the premise: the property checked nothing");
   } else {
     std::ostringstream message;
     message << '\n';
@@ -88,12 +110,7 @@ void check_property(Testable&& testable) {
   }
 }
 
-// Formats a value as hexfloat (exact) and decimal (readable).
-inline std::string exact(double v) {
-  std::ostringstream s;
-  s << std::hexfloat << v << std::defaultfloat << " (" << std::setprecision(9) << v << ")";
-  return s.str();
-}
+using checks::exact;  // a value in hexfloat and decimal
 
 // Logs a matrix to RapidCheck's per-case log, exactly, if it is small enough to read.
 inline void log_matrix(const std::string& name, const MatD& m) {
@@ -130,24 +147,12 @@ inline std::string context_prefix(const std::string& context) { return context +
 
 // Exact claim: every element has the same bits. On failure: the context (optional: which step,
 // rank or block was compared), how many elements differ, the worst one (largest ULP distance in
-// `dtype`), its index and both values in hexfloat; or that the shapes differ. The one exact
-// comparator of the properties; its negative controls are in kernel_exact.cpp and
-// sharding/layout_props.cpp.
-#define RC_ASSERT_BIT_IDENTICAL(a, b, dtype, ...)                                                         \
-  do {                                                                                                    \
-    const std::string nsv_difference_ = ::nsv::props::bit_difference((a), (b), (dtype));                 \
-    if (!nsv_difference_.empty())                                                                         \
-      RC_FAIL(::nsv::props::context_prefix(__VA_ARGS__) + #a " and " #b " are not bit-identical (ulps in " + \
-              std::string(::nsv::dtype_name(dtype)) + "): " + nsv_difference_);                           \
-  } while (false)
+// `dtype`), its index and both values in hexfloat; or that the shapes differ. The comparison
+// engine is checks/assertions.hpp, shared with every implementation under test; its negative
+// controls are in comparator_props.cpp and sharding/layout_props.cpp.
+#define RC_ASSERT_BIT_IDENTICAL(a, b, dtype, ...) \
+  ::nsv::checks::assert_bit_identical(::nsv::props::context_prefix(__VA_ARGS__) + #a " and " #b, (a), (b), (dtype))
 
 // Bounded claim: `measured <= bound`, false for NaN. On failure: both figures exactly, and the
 // derivation of the bound.
-#define RC_ASSERT_WITHIN(measured, bound, derivation)                                                     \
-  do {                                                                                                    \
-    const double nsv_measured_ = (measured), nsv_bound_ = (bound);                                        \
-    ::nsv::props::record_ratio(nsv_measured_, nsv_bound_);                                                \
-    if (!(nsv_measured_ <= nsv_bound_))                                                                   \
-      RC_FAIL(std::string(#measured " = ") + ::nsv::props::exact(nsv_measured_) + " exceeds " #bound " = " + \
-              ::nsv::props::exact(nsv_bound_) + "; bound: " + std::string(derivation));                  \
-  } while (false)
+#define RC_ASSERT_WITHIN(measured, bound, derivation) ::nsv::checks::assert_within(#measured, (measured), (bound), (derivation))

@@ -81,12 +81,11 @@ std::map<Semantics, Recomputed> recompute(const Backend& b, const MatD& blend, c
   const std::int64_t head_dim = p.heads_on_rows() ? p.head_dim : 0;
   const std::vector<MatD> shards = split(blend, layout);
   for (const SemanticsRecord& rec : semantics_records()) {
-    if (!inapplicable_reason(rec.strategy, layout, head_dim).empty()) continue;
-    MuonConfig c = cfg;
-    c.scale_from = rec.scale_from;
-    const MatD u32 = assemble(sharded_update_from_blends(b, shards, layout, head_dim, rec.strategy, c).updates, layout);
-    c.ns.dtype = DType::fp64;
-    const MatD u64 = assemble(sharded_update_from_blends(b, shards, layout, head_dim, rec.strategy, c).updates, layout);
+    if (!rec.of_muon_updates || !inapplicable_reason(rec.strategy, layout, head_dim).empty()) continue;
+    MuonConfig c64 = cfg;
+    c64.ns.dtype = DType::fp64;
+    const MatD u32 = assemble(semantics_blocks(rec, ResultKind::muon_update, b, shards, layout, head_dim, cfg), layout);
+    const MatD u64 = assemble(semantics_blocks(rec, ResultKind::muon_update, b, shards, layout, head_dim, c64), layout);
     out.emplace(rec.semantics, Recomputed{u32, u64});
   }
   return out;

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <ostream>
 
-#include "../sharding/layout_generators.hpp"
+#include "sharding/layout_generators.hpp"
 #include "generators/configs.hpp"
 #include "nsv/communicator.hpp"
 #include "nsv/kernels.hpp"

@@ -12,7 +12,7 @@
 //             actually exchanged equals the simulated ledger, row for row, call for call.
 //   M-native  with `native` MPI_Allreduce (the library's own order), the all-reduce strategies
 //             stay within S5's bound (properties/sharding/allreduce_bound.hpp: 2 S + N1, N1 being
-//             the native run's own 1-step noise) at fp32 for sides >= 8, the range S5 is made for;
+//             the native run's own 1-step noise) at fp32 for sides >= kTwoDrawMinSide (16), the range S5 is made for;
 //             the strategies without an all-reduce equal the fixed mode's bits.
 //   M-handed  handed(), what MpiCommunicator says it handed to MPI, equals the calls and buffer
 //             bytes its MPI calls were really given, tallied by interposed collectives
@@ -37,7 +37,7 @@
 #include <sstream>
 #include <string>
 
-#include "../sharding/allreduce_bound.hpp"
+#include "sharding/allreduce_bound.hpp"
 #include "generators/tiers.hpp"
 #include "mpi_call_tally.hpp"
 #include "mpi_cases.hpp"
@@ -221,7 +221,7 @@ void check_native(Checker& ck, MPI_Comm group, Strategy s, const MpiCase& c, con
   const ShardedMatrix mine = own_shard_only(g, layout, c.head_dim(), ck.rank());
   const RealRun native = run_on_ranks(group, s, mine, c.cfg, MpiReduction::native, c.order);
   const bool reduces = strategy_record(s).operand == Operand::sharded_frame;
-  const bool in_s5_range = c.cfg.dtype == DType::fp32 && g.rows() >= 8 && g.cols() >= 8;
+  const bool in_s5_range = c.cfg.dtype == DType::fp32 && std::min(g.rows(), g.cols()) >= props::kTwoDrawMinSide;
   NsConfig one = c.cfg;
   one.steps = 1;
   const RealRun native1 = reduces && in_s5_range ? run_on_ranks(group, s, mine, one, MpiReduction::native, c.order) : RealRun{};

@@ -5,7 +5,7 @@
 
 #include "check.hpp"
 #include "nsv/strategies.hpp"
-#include "sharding_support.hpp"
+#include "sharding/sharding_support.hpp"
 
 namespace nsv::props::shard {
 

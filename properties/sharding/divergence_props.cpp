@@ -11,10 +11,10 @@
 #include "check.hpp"
 #include "generators/configs.hpp"
 #include "generators/tiers.hpp"
-#include "layout_generators.hpp"
+#include "sharding/layout_generators.hpp"
 #include "nsv/strategies.hpp"
 #include "oracle.hpp"
-#include "sharding_support.hpp"
+#include "sharding/sharding_support.hpp"
 
 using namespace nsv;
 using namespace nsv::props::shard;

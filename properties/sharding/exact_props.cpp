@@ -11,11 +11,11 @@
 #include "generators/tiers.hpp"
 #include "block_checks.hpp"
 #include "check.hpp"
-#include "layout_generators.hpp"
+#include "sharding/layout_generators.hpp"
 #include "nsv/muon.hpp"
 #include "nsv/per_head.hpp"
 #include "nsv/strategies.hpp"
-#include "sharding_support.hpp"
+#include "sharding/sharding_support.hpp"
 
 using namespace nsv;
 using namespace nsv::props::shard;

@@ -8,7 +8,7 @@
 #include <ostream>
 #include <vector>
 
-#include "layout_generators.hpp"
+#include "sharding/layout_generators.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/model.hpp"
 

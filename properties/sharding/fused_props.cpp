@@ -15,7 +15,7 @@
 #include "nsv/metrics.hpp"
 #include "nsv/per_head.hpp"
 #include "nsv/strategies.hpp"
-#include "sharding_support.hpp"
+#include "sharding/sharding_support.hpp"
 
 using namespace nsv;
 using namespace nsv::props::shard;

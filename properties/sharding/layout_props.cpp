@@ -6,12 +6,12 @@
 
 #include "check.hpp"
 #include "generators/configs.hpp"
-#include "layout_generators.hpp"
+#include "sharding/layout_generators.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/model.hpp"
 #include "nsv/strategies.hpp"
-#include "sharding_support.hpp"
+#include "sharding/sharding_support.hpp"
 
 using namespace nsv;
 using namespace nsv::props::shard;

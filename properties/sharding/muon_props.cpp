@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "allreduce_bound.hpp"
+#include "sharding/allreduce_bound.hpp"
 #include "check.hpp"
 #include "generators/configs.hpp"
 #include "generators/tiers.hpp"
 #include "generators/transforms.hpp"
-#include "layout_generators.hpp"
+#include "sharding/layout_generators.hpp"
 #include "nsv/muon.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/strategies.hpp"
-#include "sharding_support.hpp"
+#include "sharding/sharding_support.hpp"
 
 using namespace nsv;
 using namespace nsv::props::shard;
@@ -104,7 +104,7 @@ NSV_PROPERTY(M1_muon_step_with_per_head_equals_per_head_muon_at_tp_1_bit_for_bit
 // kernel's), plus 2u for the fp32 rounding of the aspect scale applied to each.
 NSV_PROPERTY(M1_muon_step_with_allreduce_strategies_is_within_rounding_of_tp_1, ()) {
   S5Case pc;
-  pc.shard = *shard_cases(parallel_tp_degrees(), 8, nsv::props::max_dim());
+  pc.shard = *shard_cases(parallel_tp_degrees(), props::kTwoDrawMinSide, nsv::props::max_dim());
   NsConfig ns;
   ns.kernel = *rc::gen::arbitrary<Kernel>();
   const StepCase c = *step_cases(rc::gen::just(ns));

@@ -1,6 +1,7 @@
 """check_kernel: nsverify's kernel properties, run on your Newton-Schulz."""
 
 from . import _nsverify as _core
+from ._adapters import NumpyKernel
 from ._reference import config as _config
 from ._results import CheckResult, PropertyResult
 
@@ -9,7 +10,7 @@ DEFAULT_SEED = 20261130
 
 
 def kernel_properties():
-    """The kernel properties check_kernel runs: [{"code", "name", "claim", "needs_batch"}]."""
+    """The kernel properties check_kernel runs: [{"code", "name", "claim", "promise", "needs"}]."""
     return _core.kernel_properties()
 
 
@@ -73,10 +74,11 @@ def check_kernel(fn, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", pr
     selected = _select(properties, table)
     wanted = _select(required, table) if required is not None else None
     pinned = None if shape is None else (int(shape[0]), int(shape[1]))
-    outcomes = _core.check_kernel(fn, cfg, bool(batched), int(max_dim), pinned, DEFAULT_SEED if seed is None else int(seed),
-                                  int(max_success), int(max_size), selected or [], replay or "")
-    results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     name = getattr(fn, "__qualname__", repr(fn))
+    outcomes = _core.check_kernel(NumpyKernel(fn, cfg.steps), name, cfg, bool(batched), int(max_dim), pinned,
+                                  DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size), selected or [],
+                                  replay or "")
+    results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"
     return CheckResult(subject, results)
 

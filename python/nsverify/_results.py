@@ -8,15 +8,20 @@ from typing import Optional
 class PropertyResult:
     """One property of a check.
 
-    status   "holds" | "fails" | "inconclusive" (RapidCheck gave up: too many discarded cases) |
+    status   "holds" | "fails" | "nothing checked" (every case lay outside the property's premise) |
+             "inconclusive" (RapidCheck gave up: too many discarded cases) |
              "not applicable" (e.g. batch properties of a kernel that takes no 3-D batches) |
              "not run" (left out by ``properties=`` or ``replay=``)
+    promise  "map" (the right function) or "bitwise" (reproducible bits)
     cases    successful cases RapidCheck ran (before the failure, for a failing property)
+    cases_checked  of those, the cases inside the property's premise (the ones that asserted something)
+    worst_ratio    the largest measured/bound of its bounded assertions (the margin the bound left)
     message  why it failed: the worst element (index, both values in hexfloat, ULP distance) for an
              exact claim, the measured figure, its bound and the bound's derivation for a bounded one
     counterexample  the shrunk case, as RapidCheck shows each drawn value: [(type, value), ...]
     detail   the same as data: {"input", "kind": "bits"|"bound"|"predicate", "shape", "index", "a",
-             "b", "a_hex", "b_hex", "ulps", "measured", "bound", "derivation"} (what applies)
+             "b", "a_hex", "b_hex", "ulps", "measured", "bound", "derivation", "matrices"} (what applies;
+             "matrices": the failing case's input, output and reference as float64 arrays)
     replay   pass as ``replay=`` to the same check (same function, same arguments) to run exactly the
              shrunk counterexample again
     """
@@ -25,7 +30,10 @@ class PropertyResult:
     claim: str
     status: str
     required: bool = True
+    promise: str = ""
     cases: int = 0
+    cases_checked: int = 0
+    worst_ratio: float = 0.0
     message: str = ""
     counterexample: list = dataclasses.field(default_factory=list)
     detail: Optional[dict] = None
@@ -70,7 +78,8 @@ def _table(rows, header):
 
 
 class CheckResult:
-    """The result of check_kernel or check_tp: truthy only if every required property holds.
+    """The result of check_kernel or check_tp: truthy only if every required property that applies
+    holds and at least one of them checked a case ("nothing checked" is not a pass).
 
     ``assert result`` in pytest prints the table (``repr``) with every failure explained.
     """
@@ -80,7 +89,17 @@ class CheckResult:
         self.properties = list(properties)
 
     def __bool__(self):
-        return all(p.holds for p in self.properties if p.counts)
+        return self.verdict == "PASS"
+
+    @property
+    def verdict(self):
+        """"PASS", "FAIL", or "NOTHING CHECKED" (no required property checked a single case)."""
+        counted = [p for p in self.properties if p.counts]
+        if any(not p.holds and p.status != "nothing checked" for p in counted):
+            return "FAIL"
+        if not any(p.holds and p.cases_checked > 0 for p in counted):
+            return "NOTHING CHECKED"
+        return "PASS" if all(p.holds for p in counted) else "FAIL"
 
     def __getitem__(self, name):
         for p in self.properties:
@@ -94,20 +113,28 @@ class CheckResult:
         return [p for p in self.properties if p.counts and not p.holds]
 
     def table(self):
-        rows = [[p.code, p.name, "yes" if p.required else "no", p.status, p.cases,
+        rows = [[p.code, p.name, "yes" if p.required else "no", p.status,
+                 f"{p.cases_checked}/{p.cases}" if p.status not in ("not run", "not applicable") else "",
                  f"{p.seconds:.2f}" if p.seconds else ""] for p in self.properties]
-        return _table(rows, ["code", "property", "required", "status", "cases", "seconds"])
+        return _table(rows, ["code", "property", "required", "status", "checked/cases", "seconds"])
 
     def __str__(self):
-        verdict = "PASS" if self else "FAIL"
-        parts = [f"{self.subject}: {verdict}", self.table()]
+        parts = [f"{self.subject}: {self.verdict}", self.table()]
         for p in self.properties:
-            if p.status in ("fails", "inconclusive"):
+            if p.status in ("fails", "inconclusive", "nothing checked"):
                 parts.append(p.explain())
         return "\n".join(parts)
 
     __repr__ = __str__
 
     def to_dict(self):
-        return {"subject": self.subject, "holds": bool(self),
-                "properties": [dataclasses.asdict(p) for p in self.properties]}
+        return {"subject": self.subject, "holds": bool(self), "verdict": self.verdict,
+                "properties": [_jsonable(dataclasses.asdict(p)) for p in self.properties]}
+
+
+def _jsonable(d):
+    """A property's dict with its failure's arrays replaced by their shapes (saved as .npy separately)."""
+    detail = d.get("detail")
+    if detail and "matrices" in detail:
+        d["detail"] = dict(detail, matrices={name: list(a.shape) for name, a in detail["matrices"].items()})
+    return d

@@ -13,8 +13,10 @@ class Candidate:
     """One semantics a TP result can have, and how the outputs compare with it over the diagnosis cases.
 
     matched: cases where the outputs are bit-identical to it or within its rounding bound 2 S + N1.
+    key: the semantics' key in nsverify's table (the keys of ``nsv diagnose --json``).
     """
     semantics: str
+    key: str
     cases: int
     matched: int
     bit_identical: int
@@ -30,7 +32,8 @@ class TpCheckResult(CheckResult):
                 when no semantics matches every case
     candidates  every semantics with its matched cases and distances (rel_diff of the assembled
                 outputs to it), nearest first
-    cases       per diagnosis case: the layout and the distance to each semantics
+    cases       per diagnosis case: the layout, the error the function raised there (if any), and the
+                distance to each semantics
     """
 
     def __init__(self, subject, properties, target, candidates, cases):
@@ -78,14 +81,18 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel="gram
     ranks), both axes, the grain rule with grain 1, 64 or any, head-aligned shards, GQA q/k/v
     projections, fused [Q;K;V]; sides up to max_dim (4 max_dim for stacked heads).
 
-    claim   "exact": every rank's block has the bits of fn's own result with the whole matrix on one
-            rank (tp 1): the result does not depend on the sharding. (nsverify's reference is another
-            implementation: it agrees within rounding, which the diagnosis measures.)
-            "rounding": the assembled result is within the S5 bound 2 S + N1 of the target, S the
-            computation's own error (max over equivalent evaluations: the whole matrix, two
-            permutations of it, and both all-reduce loops with the whole matrix on one rank), N1 the
-            reduction noise one step of the all-reduce loops adds on this layout (sides >= 8).
-            "none": no claim; only the diagnosis.
+    claim   "exact": two properties, reported as two rows so that a failure says which half broke:
+              tp-invariance: every rank's block has the bits of fn's own result with the whole
+              matrix on one rank (tp 1), so the result does not depend on the sharding; and
+              computes the target: fn's tp-1 result is the target within 2 S (two evaluations of one
+              map; S as below). A tp-invariant function that computes something else (the identity,
+              zeros, a constant) fails the second.
+            "rounding": computes the target (as above), and the assembled result at any tp is within
+              the S5 bound 2 S + N1 of the target, S the computation's own error (max over equivalent
+              evaluations: the whole matrix, two permutations of it, and both all-reduce loops with the
+              whole matrix on one rank), N1 the reduction noise one step of the all-reduce loops adds on
+              this layout (sides >= 8).
+            "none": no claim; only the diagnosis (the verdict is then "NOTHING CHECKED", falsy).
     target  "whole" (NS of the unsharded matrix, its blocks) or "per_head" (NS of each head).
     aspect_scale  True when fn is a Muon update: the target is then multiplied by Muon's
             sqrt(max(1, rows/cols)) of the whole matrix's shape.
@@ -93,20 +100,22 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel="gram
     target runs (those of ``nsv ns``).
 
     Whatever the claim, the result carries a diagnosis over diagnosis_cases sampled layouts: which
-    semantics the outputs match (whole-matrix, per-shard or per-head NS, times no aspect scale, the
-    scale of the whole matrix's shape or of each shard's), and the distance to each. A Muon update
-    that runs NS on each shard and scales it by the shard's own shape (DeepSpeed's AutoTP today) is
-    diagnosed "per-shard NS, local-shape scale".
+    semantics the outputs match, named as ``nsv diagnose`` names them (one table, nsv/semantics.hpp):
+    for NS results "whole-matrix NS", "per-shard NS", "per-head NS"; for Muon updates
+    (aspect_scale=True) "whole-matrix NS, exact" (the tp-1 optimizer), "per-shard NS, local-shape
+    scale" (DeepSpeed's AutoTP today), "per-shard NS, global-shape scale", "whole-matrix NS,
+    local-shape scale", "per-head NS"; and the distance to each. A layout on which fn raises is
+    listed with its error.
 
-    Returns a TpCheckResult: truthy only if the claim holds (always truthy for claim="none").
+    Returns a TpCheckResult: truthy only if every property of the claim holds and checked a case.
     """
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
-    out = _core.check_tp(fn, cfg, claim, target, bool(aspect_scale), int(max_tp), int(max_dim),
-                         DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size),
+    name = getattr(fn, "__qualname__", repr(fn))
+    out = _core.check_tp(fn, name, cfg, claim, target, bool(aspect_scale), int(max_tp), int(max_dim), [], None, True, True,
+                         None, 0, 0, DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size),
                          int(diagnosis_cases), replay or "")
     properties = [PropertyResult.from_core(p, required=True) for p in out["properties"]]
     diagnosis = out["diagnosis"] or {"candidates": [], "cases": []}
     candidates = [Candidate(**c) for c in diagnosis["candidates"]]
-    name = getattr(fn, "__qualname__", repr(fn))
     subject = f"check_tp({name}: claim {claim}, target {out['target']}; {cfg.kernel} {cfg.dtype} steps={cfg.steps})"
     return TpCheckResult(subject, properties, out["target"], candidates, diagnosis["cases"])

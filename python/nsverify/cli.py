@@ -61,6 +61,12 @@ def parser():
     return p
 
 
+#: nsv check's exit statuses: 0 every required property holds, 1 a property failed, 2 the
+#: implementation cannot be loaded or run (or an argument is wrong), 3 nothing was checked (no
+#: required property checked a single case: e.g. --claim none, which only diagnoses).
+EXIT_STATUS = {"PASS": 0, "FAIL": 1, "NOTHING CHECKED": 3}
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     # K8 hands the implementation NaN, Inf and overflowing inputs on purpose: numpy's warnings
@@ -80,7 +86,7 @@ def main(argv=None):
         print(f"nsv check: error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(result.to_dict(), indent=2) if args.json else result)
-    return 0 if result else 1
+    return EXIT_STATUS[result.verdict]
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "errors.hpp"
-#include "kernel_properties.hpp"
+#include "kernel_check.hpp"
 #include "reference_bindings.hpp"
-#include "tp_properties.hpp"
+#include "tp_check.hpp"
 
 namespace {
 // RapidCheck announces its global configuration (read from RC_PARAMS) on stderr the first time it

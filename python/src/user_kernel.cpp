@@ -1,111 +1,94 @@
 #include "user_kernel.hpp"
 
-#include <pybind11/numpy.h>
-
 #include <chrono>
 #include <stdexcept>
 
-#include "property_runner.hpp"
+#include "assertions.hpp"
+#include "outcomes.hpp"
 
 namespace nsv::python {
 namespace {
 
-// Times the user's code (the GIL wait included: it is the price of calling Python).
-class Timed {
- public:
-  Timed() : start_(std::chrono::steady_clock::now()) {}
-  ~Timed() {
-    callable_clock().seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    ++callable_clock().calls;
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
-
 std::string shape_text(std::int64_t rows, std::int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
-}  // namespace
+// The exceptions that ask the program to stop rather than report a bug in the callable.
+bool ends_the_check(const py::error_already_set& e) {
+  return e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit) || e.matches(PyExc_GeneratorExit);
+}
 
-std::string python_error_text(const py::error_already_set& e) { return std::string("the callable raised ") + e.what(); }
-
-Batch UserKernel::call(const py::object& array, bool three_d, std::int64_t count, std::int64_t rows, std::int64_t cols) const {
-  py::object result;
-  {
-    const Timed timed;
-    result = fn_(array, steps_);
-  }
+// A result read back as `count` matrices of rows x cols (3-D when `three_d`), or a failed case
+// saying what came back instead.
+Batch result_of(const py::object& result, bool three_d, std::int64_t count, std::int64_t rows, std::int64_t cols) {
   bool result_3d = false;
-  Batch out = batch_from(result, "the callable's result", &result_3d);
+  Batch out;
+  try {
+    out = batch_from(result, "the callable's result", &result_3d);
+  } catch (const std::invalid_argument& e) {
+    checks::fail_predicate(e.what());
+  }
   const bool shape_ok = result_3d == three_d && static_cast<std::int64_t>(out.size()) == count &&
                         (out.empty() || (out[0].rows() == rows && out[0].cols() == cols));
   if (!shape_ok)
-    fail_predicate("the callable returned " + std::string(result_3d ? "a 3-D batch of " : "") +
-                   std::to_string(out.size()) + " matrix(es) of " +
-                   (out.empty() ? std::string("?") : shape_text(out[0].rows(), out[0].cols())) + " for " +
-                   (three_d ? std::to_string(count) + " of " : std::string()) + shape_text(rows, cols));
+    checks::fail_predicate("the callable returned " + std::string(result_3d ? "a 3-D batch of " : "") + std::to_string(out.size()) +
+                           " matrix(es) of " + (out.empty() ? std::string("?") : shape_text(out[0].rows(), out[0].cols())) +
+                           " for " + (three_d ? std::to_string(count) + " of " : std::string()) + shape_text(rows, cols));
   return out;
 }
 
-MatD UserKernel::operator()(const MatD& g) const {
-  py::gil_scoped_acquire gil;
-  try {
-    return call(matrix_to_array(g, float64_), false, 1, g.rows(), g.cols()).at(0);
-  } catch (const py::error_already_set& e) {
-    throw std::runtime_error(python_error_text(e));
-  }
-}
+}  // namespace
 
-Batch UserKernel::batched(const Batch& b) const {
+py::object call_user_code(const std::function<py::object()>& call) {
+  if (interrupted()) throw std::runtime_error("the check was interrupted");
   py::gil_scoped_acquire gil;
-  try {
-    return call(batch_to_array(b, float64_), true, static_cast<std::int64_t>(b.size()), b.at(0).rows(), b.at(0).cols());
-  } catch (const py::error_already_set& e) {
-    throw std::runtime_error(python_error_text(e));
-  }
-}
-
-MatD UserKernel::at_offset(const MatD& g, int offset) const {
-  py::gil_scoped_acquire gil;
-  try {
-    const py::array flat = matrix_to_array(MatD(g).reshaped<Eigen::RowMajor>(1, g.size()), float64_);
-    const py::module_ np = py::module_::import("numpy");
-    py::object buffer = np.attr("zeros")(offset + g.size(), flat.dtype());
-    py::object window = buffer[py::slice(offset, offset + g.size(), 1)];
-    window.attr("__setitem__")(py::ellipsis(), flat.attr("reshape")(-1));
-    return call(window.attr("reshape")(g.rows(), g.cols()), false, 1, g.rows(), g.cols()).at(0);
-  } catch (const py::error_already_set& e) {
-    throw std::runtime_error(python_error_text(e));
-  }
-}
-
-std::vector<MatD> UserTpUpdate::operator()(const std::vector<MatD>& shards, const std::function<py::object()>& make_spec) const {
-  py::gil_scoped_acquire gil;
-  try {
-    py::list in;
-    for (const MatD& s : shards) in.append(matrix_to_array(s, float64_));
-    py::object result;
-    {
-      const Timed timed;
-      result = fn_(in, make_spec());
+  const auto start = std::chrono::steady_clock::now();
+  struct Clock {
+    std::chrono::steady_clock::time_point start;
+    ~Clock() {
+      callable_clock().seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++callable_clock().calls;
     }
-    const py::sequence seq = result.cast<py::sequence>();
-    if (seq.size() != shards.size())
-      fail_predicate("the callable returned " + std::to_string(seq.size()) + " shards for " + std::to_string(shards.size()) +
-                     " ranks");
-    std::vector<MatD> out;
-    for (std::size_t r = 0; r < shards.size(); ++r) {
-      out.push_back(matrix_from(seq[r], "the callable's result for rank " + std::to_string(r)));
-      if (out.back().rows() != shards[r].rows() || out.back().cols() != shards[r].cols())
-        fail_predicate("rank " + std::to_string(r) + ": the callable returned " + shape_text(out.back().rows(), out.back().cols()) +
-                       " for a " + shape_text(shards[r].rows(), shards[r].cols()) + " shard");
-    }
-    return out;
-  } catch (const py::error_already_set& e) {
-    throw std::runtime_error(python_error_text(e));
-  } catch (const py::cast_error&) {
-    throw std::runtime_error("the callable must return a list of arrays, one per rank");
+  } clock{start};
+  try {
+    return call();
+  } catch (py::error_already_set& e) {
+    const std::string text = std::string("the callable raised ") + e.what();
+    if (ends_the_check(e)) remember_interrupt(std::move(e));
+    throw std::runtime_error(text);
   }
+}
+
+UserKernel::UserKernel(py::object adapter, std::string name, bool batched, bool float64)
+    : adapter_(std::move(adapter)), name_(std::move(name)), batched_(batched), float64_(float64) {}
+
+unsigned UserKernel::abilities() const { return checks::kCallerBuffer | (batched_ ? checks::kBatches : 0u); }
+
+MatD UserKernel::run(const MatD& g, const NsConfig&) const {
+  py::gil_scoped_acquire gil;  // held until every Python object of the call is released
+  const py::object out = call_user_code([&] { return adapter_.attr("call")(matrix_to_array(g, float64_)); });
+  return result_of(out, false, 1, g.rows(), g.cols()).at(0);
+}
+
+Batch UserKernel::run_batch(const Batch& b, const NsConfig&) const {
+  py::gil_scoped_acquire gil;  // held until every Python object of the call is released
+  const py::object out = call_user_code([&] { return adapter_.attr("call")(batch_to_array(b, float64_)); });
+  return result_of(out, true, static_cast<std::int64_t>(b.size()), b.at(0).rows(), b.at(0).cols());
+}
+
+MatD UserKernel::run_at_offset(const MatD& g, int offset, const NsConfig&) const {
+  py::gil_scoped_acquire gil;  // held until every Python object of the call is released
+  const py::object out = call_user_code([&] { return adapter_.attr("call_at_offset")(matrix_to_array(g, float64_), offset); });
+  return result_of(out, false, 1, g.rows(), g.cols()).at(0);
+}
+
+checks::ObservedCall UserKernel::run_observed(const MatD& g, const NsConfig&) const {
+  py::gil_scoped_acquire gil;  // held until every Python object of the call is released
+  const py::object seen = call_user_code([&] { return adapter_.attr("call_observed")(matrix_to_array(g, float64_)); });
+  const py::tuple t = seen.cast<py::tuple>();
+  checks::ObservedCall call;
+  call.output = result_of(t[0], false, 1, g.rows(), g.cols()).at(0);
+  call.input_after = matrix_from(t[1], "the input after the call");
+  call.output_aliases_input = t[2].cast<bool>();
+  return call;
 }
 
 }  // namespace nsv::python

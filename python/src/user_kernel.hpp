@@ -1,52 +1,42 @@
 #pragma once
-// The user's Python implementation, called from inside a RapidCheck property: the GIL is taken
-// for each call only (the checks run with it released), the input goes out as a fresh float32
-// array (float64 for an fp64 check) and the result comes back through numpy, whatever array-like
-// the callable returns. A Python exception, or a result of the wrong shape, fails the case (and
-// so shrinks like any other failure).
+// The user's Newton-Schulz as an implementation under test of the kernel catalogue. The framework
+// side (numpy or torch, the dtype and device the callable is handed) lives in a Python adapter
+// object (nsverify/_adapters.py): this class hands it float32 numpy arrays (float64 for an fp64
+// check) and reads back what it returns. The GIL is taken for each call only (the checks run with
+// it released). A Python exception, or a result of the wrong shape, fails the case (and so
+// shrinks like any other failure); KeyboardInterrupt and SystemExit end the whole check
+// (outcomes.hpp).
 #include <pybind11/pybind11.h>
 
 #include <string>
-#include <vector>
 
 #include "arrays.hpp"
-#include "nsv/matrix.hpp"
+#include "kernel_under_test.hpp"
 
 namespace nsv::python {
 
-class UserKernel {
+class UserKernel final : public checks::KernelUnderTest {
  public:
-  // fn(G, steps) -> array of G's shape; `float64`: hand it float64 arrays.
-  UserKernel(py::object fn, int steps, bool float64) : fn_(std::move(fn)), steps_(steps), float64_(float64) {}
+  // adapter: call(x), call_at_offset(x, offset), call_observed(x) -> (output, input_after, aliased);
+  // `batched`: the callable takes 3-D batches; `float64`: hand it float64 arrays.
+  UserKernel(py::object adapter, std::string name, bool batched, bool float64);
 
-  MatD operator()(const MatD& g) const;
-  // One 3-D call on a batch of equally shaped matrices.
-  Batch batched(const Batch& b) const;
-  // The matrix placed `offset` elements into a larger buffer (a C-contiguous view that does not
-  // start where an allocation starts).
-  MatD at_offset(const MatD& g, int offset) const;
+  std::string name() const override { return name_; }
+  unsigned abilities() const override;
+  MatD run(const MatD& g, const NsConfig& cfg) const override;
+  Batch run_batch(const Batch& batch, const NsConfig& cfg) const override;
+  MatD run_at_offset(const MatD& g, int offset, const NsConfig& cfg) const override;
+  checks::ObservedCall run_observed(const MatD& g, const NsConfig& cfg) const override;
 
  private:
-  Batch call(const py::object& array, bool three_d, std::int64_t count, std::int64_t rows, std::int64_t cols) const;
-
-  py::object fn_;
-  int steps_;
-  bool float64_;
+  py::object adapter_;
+  std::string name_;
+  bool batched_, float64_;
 };
 
-// fn(shards: list[np.ndarray], spec) -> list[np.ndarray], one per rank, each of its shard's shape.
-class UserTpUpdate {
- public:
-  explicit UserTpUpdate(py::object fn, bool float64) : fn_(std::move(fn)), float64_(float64) {}
-  // `spec` is built under the GIL from the keyword arguments `make_spec` returns.
-  std::vector<MatD> operator()(const std::vector<MatD>& shards, const std::function<py::object()>& make_spec) const;
-
- private:
-  py::object fn_;
-  bool float64_;
-};
-
-// A Python exception raised while calling user code, as the std::exception RapidCheck reports.
-std::string python_error_text(const py::error_already_set& e);
+// Calls `call` with the GIL held, timed, translating what the user's code raised: an exception
+// that must end the check is kept (outcomes.hpp) and every one becomes a failed case with its
+// message.
+py::object call_user_code(const std::function<py::object()>& call);
 
 }  // namespace nsv::python

@@ -33,7 +33,7 @@ def test_a_seeded_bug_exits_1_naming_the_property():
 def test_tp_diagnosis_from_the_command_line():
     run = nsv_check("--impl", f"{EXAMPLES}/numpy_tp.py:autotp_muon_update", "--kind", "tp", "--claim", "none",
                     "--aspect-scale", "--kernel", "standard", "--json")
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 3, run.stdout + run.stderr  # a diagnosis checks no claim: "nothing checked"
     assert json.loads(run.stdout)["diagnosis"] == "per-shard NS, local-shape scale"
 
 

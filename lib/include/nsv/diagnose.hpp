@@ -21,22 +21,9 @@
 #include "nsv/model.hpp"
 #include "nsv/muon.hpp"
 #include "nsv/run_dump.hpp"
+#include "nsv/semantics.hpp"
 
 namespace nsv {
-
-// The semantics a run's update is tested against, one record each, in the order a tie is
-// resolved (the first of several that give the same bits is named, the others listed).
-enum class Semantics { whole, per_head, per_shard, per_shard_global_scale, whole_local_scale };
-
-struct SemanticsRecord {
-  Semantics semantics;
-  std::string_view key;    // in JSON: whole, per_head, per_shard, ...
-  std::string_view label;  // "whole-matrix NS, exact", "per-shard NS, local-shape scale", ...
-  Strategy strategy;       // the strategy whose run computes it
-  ScaleFrom scale_from;    // where sqrt(rows/cols) comes from (per-head: each head block, always)
-};
-std::span<const SemanticsRecord> semantics_records();
-const SemanticsRecord& semantics_record(Semantics);
 
 struct MatrixComparison {
   double rel_diff = 0, cosine = 1, norm_ratio = 1, max_abs_diff = 0;

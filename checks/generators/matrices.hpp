@@ -152,15 +152,15 @@ inline rc::Gen<TestMatrix> gaussian_matrices(rc::Gen<Shape> shape_gen = shapes()
 
 // Batches of independent matrices: all of one shape (per-head NS batches heads this way) or of
 // assorted shapes (the backend accepts any list).
-inline rc::Gen<std::vector<TestMatrix>> matrix_batches(int min_count, int max_count) {
+inline rc::Gen<std::vector<TestMatrix>> matrix_batches(int min_count, int max_count, rc::Gen<Shape> shape_gen = shapes()) {
   return rc::gen::mapcat(rc::gen::pair(rc::gen::inRange(min_count, max_count + 1), rc::gen::arbitrary<bool>()),
-                         [](const std::pair<int, bool>& p) {
+                         [shape_gen](const std::pair<int, bool>& p) {
                            const auto count = static_cast<std::size_t>(p.first);
                            if (p.second)
-                             return rc::gen::mapcat(shapes(), [count](const Shape& s) {
+                             return rc::gen::mapcat(shape_gen, [count](const Shape& s) {
                                return rc::gen::container<std::vector<TestMatrix>>(count, matrices(rc::gen::just(s)));
                              });
-                           return rc::gen::container<std::vector<TestMatrix>>(count, matrices());
+                           return rc::gen::container<std::vector<TestMatrix>>(count, matrices(shape_gen));
                          });
 }
 

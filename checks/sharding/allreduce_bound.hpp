@@ -9,6 +9,7 @@
 #include "layout_generators.hpp"
 #include "nsv/strategies.hpp"
 #include "sharding_support.hpp"
+#include "tolerances.hpp"
 
 namespace nsv::props::shard {
 
@@ -44,10 +45,11 @@ inline constexpr double kUnitFp32 = 0x1p-24;
 // and not about one lucky draw: one draw of a small matrix's error can fall far below its
 // typical size (measured: an own error of 0.6u on a 1 x 3 vector). Measured over 40000 cases
 // with sides 8..64, tp 2..8: with S = own(whole32) alone the bound failed in 2 to 21 cases
-// (depending on the library version), with S as above in none. The claim is made for sides
-// >= 8: below that a matrix's rounding error is a few dozen roundings whose size varies by more
-// than 2x between equivalent evaluations (146 of 40000 cases with sides 1..16 exceed 2 S + N1,
-// e.g. 1 x 16 at tp 6, 5 x 1 at tp 6).
+// (depending on the library version), with S as above in none. The claim is made for short
+// sides >= kTwoDrawMinSide (16, tolerances.hpp, with its measurement): below that a matrix's
+// rounding error is a few hundred roundings whose size varies by more than 2x between
+// equivalent evaluations often enough to matter (146 of 40000 cases with sides 1..16 exceed
+// 2 S + N1, e.g. 1 x 16 at tp 6, 5 x 1 at tp 6; 10 of 14860 with sides 8..11).
 //
 // What (b) adds: an all-reduce can only form the Gram over the unsharded axis. On a split of
 // the long axis that is the small Gram the whole kernel uses too, and (b) is whole32 itself (bit
@@ -74,12 +76,7 @@ struct S5Measure {
   bool long_split = true;     // split along the long axis (Gram over the short side)
 };
 
-inline MatD permuted(const MatD& m, const std::vector<Eigen::Index>& rp, const std::vector<Eigen::Index>& cp) {
-  MatD o(m.rows(), m.cols());
-  for (Eigen::Index i = 0; i < m.rows(); ++i)
-    for (Eigen::Index j = 0; j < m.cols(); ++j) o(i, j) = m(rp[static_cast<std::size_t>(i)], cp[static_cast<std::size_t>(j)]);
-  return o;
-}
+using props::permuted;  // generators/transforms.hpp
 
 inline S5Measure measure_s5(Strategy s, const MatD& g, const Layout& layout, const NsConfig& cfg32, const S5Case* perms) {
   NsConfig cfg64 = cfg32;

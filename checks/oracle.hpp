@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <iomanip>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "nsv/backend.hpp"
@@ -215,6 +218,19 @@ inline bool diverged(const MatD& out, const NsConfig& cfg) {
   if (cfg.steps == 0 || out.size() == 0) return false;
   // the float64 SVD is accurate to ~1e-13 here, far inside any margin that matters
   return singular_values(out).maxCoeff() > repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
+}
+
+// How an output diverged, or how far it is from diverging, in words: "non-finite", or its largest
+// singular value against the last step's repelling fixed point.
+inline std::string divergence_words(const MatD& out, const NsConfig& cfg) {
+  if (!all_finite(out)) return "non-finite entries";
+  if (cfg.steps == 0 || out.size() == 0) return "no step taken";
+  const double top = singular_values(out).maxCoeff();
+  const double fixed = repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
+  std::ostringstream s;
+  s << std::setprecision(4) << "largest singular value " << top << (top > fixed ? " > " : " <= ")
+    << "the repelling fixed point " << fixed;
+  return s.str();
 }
 
 // Whether rounding provably cannot make NS diverge on g: the rounding-widened band of K5 stays

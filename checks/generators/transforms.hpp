@@ -34,4 +34,12 @@ inline rc::Gen<std::vector<Eigen::Index>> permutations(Eigen::Index n) {
                       });
 }
 
+// m with its rows and columns permuted: out(i, j) = m(rows[i], cols[j]).
+inline MatD permuted(const MatD& m, const std::vector<Eigen::Index>& rows, const std::vector<Eigen::Index>& cols) {
+  MatD out(m.rows(), m.cols());
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) out(i, j) = m(rows[static_cast<std::size_t>(i)], cols[static_cast<std::size_t>(j)]);
+  return out;
+}
+
 }  // namespace nsv::props

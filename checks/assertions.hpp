@@ -1,0 +1,72 @@
+#pragma once
+// The one comparison engine of every property (numpy.testing's role here). Each exact claim,
+// bounded claim and predicate of the catalogue and of the gate's own properties asserts through
+// these functions, whatever implementation is under test (the reference, the CUDA backend, a
+// user's Python or torch callable, simulated or MPI ranks), so a failure reads the same
+// everywhere: the worst element with its index, both values in hexfloat and its ULP distance; or
+// the measured figure, its bound and the bound's derivation. A failure records its detail as data
+// in the case log, then throws RapidCheck's failure, so that the case shrinks like any other.
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "nsv/dtype.hpp"
+#include "nsv/matrix.hpp"
+
+namespace nsv::checks {
+
+// What a failing case compared, as data (Python's PropertyResult.detail, the saved arrays).
+struct FailureDetail {
+  enum class Kind { bits, bound, predicate };
+  Kind kind = Kind::predicate;
+  std::string input;  // what the case drew (note_input)
+  // bits: the shape and the worst element of the two matrices compared
+  std::int64_t rows = 0, cols = 0, row = -1, col = -1, mismatches = 0;
+  double a = 0, b = 0;
+  std::optional<std::uint64_t> ulps;  // none when a NaN or an infinity is involved
+  // bound
+  double measured = 0, bound = 0;
+  std::string derivation;
+  // the matrices the case noted (note_matrix), for a debugger: the input, the output under test,
+  // the reference's output
+  std::vector<std::pair<std::string, MatD>> matrices;
+};
+std::string_view kind_name(FailureDetail::Kind);
+inline std::ostream& operator<<(std::ostream& os, FailureDetail::Kind k) { return os << kind_name(k); }
+
+// What the property run in progress has recorded, on this thread (property_run.cpp and the
+// gate's harness reset it before each property).
+struct CaseLog {
+  std::string input;
+  std::vector<std::pair<std::string, MatD>> matrices;  // of the case being run
+  std::optional<FailureDetail> last_failure;  // RapidCheck ends on the shrunk case: the last one recorded
+  double worst_ratio = 0;  // the largest measured / bound a bounded assertion saw
+  int checked = 0;         // assertions evaluated (a case that asserted nothing checked nothing)
+};
+CaseLog& case_log();
+
+// Inside a property: what the case drew, in words, and the matrices a failure should carry.
+// A new note_input starts a new case's record.
+void note_input(std::string description);
+void note_matrix(std::string name, const MatD& m);
+
+[[noreturn]] void fail_bits(const std::string& what, const MatD& a, const MatD& b, DType ulp_dtype);
+[[noreturn]] void fail_bound(const std::string& what, double measured, double bound, std::string_view derivation);
+[[noreturn]] void fail_predicate(const std::string& what);
+
+// Exact claim: the same shape, every element the same bits (-0 differs from +0; a NaN equals the
+// same NaN). `what` names the two matrices ("NS(G^T) and NS(G)^T").
+void assert_bit_identical(const std::string& what, const MatD& a, const MatD& b, DType ulp_dtype);
+// Bounded claim: measured <= bound, false for NaN.
+void assert_within(const std::string& what, double measured, double bound, std::string_view derivation);
+// A predicate that must hold: `what` says what failed when it does not.
+void assert_that(bool holds, const std::string& what);
+
+// A value exactly (hexfloat) and readably (decimal).
+std::string exact(double v);
+
+}  // namespace nsv::checks

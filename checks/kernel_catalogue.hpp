@@ -1,0 +1,57 @@
+#pragma once
+// The kernel property catalogue: one record per property (its SPEC code, its claim in words, the
+// promise it belongs to, what it needs of an implementation, and its body), each written once
+// against KernelUnderTest (kernel_under_test.hpp) and run on every implementation: the reference's
+// gate (properties/kernel_catalogue.cpp), the CUDA backend, a user's numpy or torch callable
+// (python/src/kernel_check.cpp), `nsv check`. Adding a property is one record plus one function in
+// kernel_catalogue.cpp; every implementation under test then runs it.
+#include <rapidcheck.h>
+
+#include <Eigen/Core>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "generators/shapes.hpp"
+#include "kernel_under_test.hpp"
+#include "nsv/kernels.hpp"
+
+namespace nsv::checks {
+
+// What a property says about a kernel: `map`, that it computes the right function (within
+// derived bounds, exactly where the maths makes it exact, special inputs handled); `bitwise`,
+// that its bits are also reproducible (transposes, batches, repeated calls, threads, offsets).
+enum class KernelPromise { map, bitwise };
+std::string_view promise_name(KernelPromise);
+
+// Where a property draws its cases for one implementation.
+struct KernelDomain {
+  rc::Gen<NsConfig> configs;          // the reference: every configuration; a user's kernel: its own
+  Eigen::Index max_dim = 48;          // the largest side drawn
+  std::optional<props::Shape> shape;  // every matrix of this shape (the caller's layer), else any
+};
+// The reference's domain: every configuration of the generators, sides up to max_dim.
+KernelDomain every_configuration(Eigen::Index max_dim);
+// A user's kernel: the one configuration it claims, any shape up to max_dim or the pinned one.
+KernelDomain one_configuration(const NsConfig&, Eigen::Index max_dim, std::optional<props::Shape> shape);
+
+struct KernelProperty {
+  std::string_view code;   // SPEC's K1..K11, REF
+  std::string_view name;   // a sentence, the identifier of results and replay strings
+  std::string_view claim;  // the claim in a report's words
+  KernelPromise promise;
+  unsigned needs;                    // Ability bits the implementation must have
+  bool compares_with_the_reference;  // not run on the reference itself (it would compare it with itself)
+  // Why a pinned shape cannot hold the property's cases (empty when it can); null: every shape can.
+  std::string_view (*excluded_shape)(const props::Shape&);
+  void (*body)(const KernelUnderTest&, const KernelDomain&);
+};
+std::span<const KernelProperty> kernel_properties();
+const KernelProperty* find_kernel_property(std::string_view name);
+
+// Why `property` is not run on `impl` with every matrix of `pinned` shape (or any shape) ("" when it
+// is). Needs no generator, so that front ends can ask before anything is drawn.
+std::string not_applicable(const KernelProperty&, const KernelUnderTest&, const std::optional<props::Shape>& pinned);
+
+}  // namespace nsv::checks

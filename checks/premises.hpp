@@ -1,0 +1,72 @@
+#pragma once
+// The premises of the bounded kernel properties, judged from the input, the configuration and
+// the reference's own run on the same input — never from the output under test — so that a
+// wrong output cannot exempt itself. A case outside a property's premise is classified (and
+// counted in the run's distribution) and asserts nothing; inside it every output under test is
+// held to the bound.
+//
+// Every first-order rounding bound (tolerances.hpp) assumes the iteration stays in its basin of
+// attraction under rounding: the first-order regime of oracle.hpp, where the rounding-widened
+// band of K5 stays below the last step's repelling fixed point. Outside it (bf16; the Gram loop in
+// half precision on rank-deficient or ill-conditioned inputs, whose noise on a tiny singular
+// value is sqrt(u), not u) an output may diverge or land anywhere in the basin, and the
+// linearized bound says nothing. Divergence itself is a claim: it may only happen outside the
+// regime. So:
+//   - the reference diverged on this input, and the input lies outside the regime: outside the
+//     premise (the reference itself shows the bound does not apply here);
+//   - the reference diverged inside the regime: the reference broke its own claim, a failure;
+//   - otherwise the case is inside: an output under test that diverged where the reference did
+//     not fails, with both figures in the message. (A 10x-scaled bf16 output has singular values
+//     near 10, past every repelling fixed point; judged from that output, as before, the case
+//     would have been skipped and the wrong kernel passed.)
+#include <rapidcheck.h>
+
+#include <initializer_list>
+#include <string>
+
+#include "assertions.hpp"
+#include "nsv/kernels.hpp"
+#include "nsv/matrix.hpp"
+#include "oracle.hpp"
+
+namespace nsv::props {
+
+// One output under test and the reference's output on the same input.
+struct JudgedOutput {
+  const MatD& under_test;
+  const MatD& reference;
+};
+
+// True when the case lies outside the premise (classified; the caller asserts nothing). Fails
+// the case when the reference diverged inside the regime, or an output under test diverged where
+// the reference's did not.
+inline bool outside_the_premise(const MatD& g, const NsConfig& cfg, std::initializer_list<JudgedOutput> outputs) {
+  bool reference_diverged = false;
+  for (const JudgedOutput& o : outputs) reference_diverged = reference_diverged || diverged(o.reference, cfg);
+  if (reference_diverged) {
+    if (first_order_regime(g, cfg))
+      checks::fail_predicate("the reference's output diverged although the rounding-widened band of the configuration "
+                             "stays inside the basin of attraction");
+    RC_CLASSIFY(true, "the reference diverged (outside the first-order regime: bound not applicable)");
+    return true;
+  }
+  for (const JudgedOutput& o : outputs)
+    if (diverged(o.under_test, cfg))
+      checks::fail_predicate("the output diverged (" + divergence_words(o.under_test, cfg) +
+                             ") where the reference's did not (" + divergence_words(o.reference, cfg) +
+                             "): a correct implementation stays in the basin of attraction wherever the reference does");
+  return false;
+}
+
+// True (and the case classified) when g is outside the first-order regime of any of the configs:
+// a first-order bound does not apply to the case. Judged from the input and the configurations.
+inline bool outside_first_order_regime(const MatD& g, std::initializer_list<const NsConfig*> configs) {
+  for (const NsConfig* cfg : configs)
+    if (!first_order_regime(g, *cfg)) {
+      RC_CLASSIFY(true, "outside the first-order regime (judged from the input): bound not applicable");
+      return true;
+    }
+  return false;
+}
+
+}  // namespace nsv::props

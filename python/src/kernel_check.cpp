@@ -1,0 +1,99 @@
+#include "kernel_check.hpp"
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "kernel_catalogue.hpp"
+#include "nsv/invalid_field.hpp"
+#include "outcomes.hpp"
+#include "property_run.hpp"
+#include "user_kernel.hpp"
+
+namespace nsv::python {
+namespace {
+
+using checks::KernelProperty;
+
+py::list kernel_property_table() {
+  py::list out;
+  for (const KernelProperty& p : checks::kernel_properties()) {
+    py::dict d;
+    d["code"] = std::string(p.code);
+    d["name"] = std::string(p.name);
+    d["claim"] = std::string(p.claim);
+    d["promise"] = std::string(checks::promise_name(p.promise));
+    d["needs"] = checks::ability_words(p.needs);
+    out.append(d);
+  }
+  return out;
+}
+
+py::dict outcome_of(const KernelProperty& p, const checks::KernelUnderTest& impl, const checks::KernelDomain& domain,
+                    const checks::RunSettings& settings, const std::vector<std::string>& only, const checks::ReplayMap& replays) {
+  py::dict d;
+  const std::string why_not = checks::not_applicable(p, impl, domain.shape);
+  const bool selected = replays.empty() ? only.empty() || std::find(only.begin(), only.end(), p.name) != only.end()
+                                        : replays.count(std::string(p.name)) > 0;
+  if (!why_not.empty()) {
+    d["status"] = "not applicable";
+    d["message"] = why_not;
+  } else if (!selected) {
+    d["status"] = "not run";
+  } else {
+    d = run_user_property(std::string(p.name), [&] { p.body(impl, domain); }, settings, replays);
+  }
+  d["code"] = std::string(p.code);
+  d["name"] = std::string(p.name);
+  d["claim"] = std::string(p.claim);
+  d["promise"] = std::string(checks::promise_name(p.promise));
+  return d;
+}
+
+py::list check_kernel(py::object adapter, const std::string& name, const NsConfig& cfg, bool batched, Eigen::Index max_dim,
+                      std::optional<props::Shape> shape, const checks::RunSettings& settings,
+                      const std::vector<std::string>& only, const std::string& replay) {
+  if (max_dim < 8 || max_dim > 4096) throw InvalidField("max_dim", "must be between 8 and 4096, got " + std::to_string(max_dim));
+  if (settings.max_success < 1 || settings.max_success > 100000)
+    throw InvalidField("max_success", "must be between 1 and 100000, got " + std::to_string(settings.max_success));
+  if (shape && (shape->rows < 1 || shape->cols < 1 || shape->rows > 4096 || shape->cols > 4096))
+    throw InvalidField("shape", "must be two sides between 1 and 4096, got " + std::to_string(shape->rows) + "x" +
+                                    std::to_string(shape->cols));
+  const UserKernel impl(std::move(adapter), name, batched, cfg.dtype == DType::fp64);
+  const checks::KernelDomain domain = checks::one_configuration(cfg, max_dim, shape);
+  const checks::ReplayMap replays =
+      replay_map(replay, [](const std::string& n) { return checks::find_kernel_property(n) != nullptr; }, "check_kernel");
+  py::list out;
+  for (const KernelProperty& p : checks::kernel_properties()) out.append(outcome_of(p, impl, domain, settings, only, replays));
+  return out;
+}
+
+props::Shape pinned_shape(std::int64_t rows, std::int64_t cols) {
+  const props::ShapeKind kind = rows == cols ? props::ShapeKind::square
+                                : rows == 1  ? props::ShapeKind::row_vector
+                                : cols == 1  ? props::ShapeKind::column_vector
+                                : rows < cols ? props::ShapeKind::wide
+                                              : props::ShapeKind::tall;
+  return props::Shape{rows, cols, kind};
+}
+
+}  // namespace
+
+void bind_kernel_check(py::module_& m) {
+  m.def("kernel_properties", &kernel_property_table, "The kernel catalogue: code, name, claim, promise, needs.");
+  m.def(
+      "check_kernel",
+      [](py::object adapter, const std::string& name, const NsConfig& cfg, bool batched, Eigen::Index max_dim,
+         std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::uint64_t seed, int max_success, int max_size,
+         const std::vector<std::string>& only, const std::string& replay) {
+        std::optional<props::Shape> pinned;
+        if (shape) pinned = pinned_shape(shape->first, shape->second);
+        return check_kernel(std::move(adapter), name, cfg, batched, max_dim, pinned, checks::RunSettings{seed, max_success, max_size},
+                            only, replay);
+      },
+      py::arg("adapter"), py::arg("name"), py::arg("config"), py::arg("batched"), py::arg("max_dim"), py::arg("shape"),
+      py::arg("seed"), py::arg("max_success"), py::arg("max_size"), py::arg("properties"), py::arg("replay"));
+}
+
+}  // namespace nsv::python

@@ -1,0 +1,191 @@
+#include "tp_check.hpp"
+
+#include <pybind11/stl.h>
+
+#include <optional>
+
+#include "arrays.hpp"
+#include "nsv/invalid_field.hpp"
+#include "outcomes.hpp"
+#include "property_run.hpp"
+#include "tp_catalogue.hpp"
+#include "user_kernel.hpp"
+
+namespace nsv::python {
+namespace {
+
+using checks::TpCase;
+
+// The `spec` argument of the user's function: a types.SimpleNamespace (GIL held).
+py::object spec_of(const TpCase& t, const NsConfig& cfg) {
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> ranges;
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
+  for (int r = 0; r < t.layout.tp(); ++r) {
+    ranges.emplace_back();
+    for (const Range& p : t.layout.ranks[static_cast<std::size_t>(r)]) ranges.back().emplace_back(p.begin, p.end);
+    const std::int64_t w = t.layout.width(r);
+    shapes.emplace_back(t.axis() == 0 ? w : t.rows, t.axis() == 0 ? t.cols : w);
+  }
+  return py::module_::import("types").attr("SimpleNamespace")(
+      py::arg("tp") = t.layout.tp(), py::arg("axis") = t.axis(), py::arg("rows") = t.rows, py::arg("cols") = t.cols,
+      py::arg("rule") = t.rule, py::arg("heads") = t.heads, py::arg("kv_heads") = t.kv_heads, py::arg("head_dim") = t.head_dim,
+      py::arg("grain") = t.grain, py::arg("fused_qkv") = t.rule == "fused_qkv", py::arg("ranges") = ranges,
+      py::arg("shapes") = shapes, py::arg("kernel") = std::string(kernel_name(cfg.kernel)), py::arg("steps") = cfg.steps,
+      py::arg("dtype") = std::string(dtype_name(cfg.dtype)), py::arg("coeffs") = cfg.coeffs.name);
+}
+
+// fn(shards: list[np.ndarray], spec) -> list[np.ndarray], one per rank.
+class UserTpUpdate final : public checks::TpUnderTest {
+ public:
+  UserTpUpdate(py::object fn, std::string name, bool float64) : fn_(std::move(fn)), name_(std::move(name)), float64_(float64) {}
+  std::string name() const override { return name_; }
+
+  std::vector<MatD> run(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const override {
+    py::gil_scoped_acquire gil;  // held until every Python object of the call is released
+    const py::object result = call_user_code([&] {
+      py::list in;
+      for (const MatD& s : shards) in.append(matrix_to_array(s, float64_));
+      return fn_(in, spec_of(t, cfg));
+    });
+    if (!py::isinstance<py::sequence>(result) || py::isinstance<py::str>(result))
+      checks::fail_predicate("the callable must return a list of arrays, one per rank; it returned " +
+                             py::str(py::type::of(result)).cast<std::string>());
+    const py::sequence seq = result.cast<py::sequence>();
+    if (seq.size() != shards.size())
+      checks::fail_predicate("the callable returned " + std::to_string(seq.size()) + " arrays for " + std::to_string(shards.size()) +
+                             " ranks");
+    std::vector<MatD> out;
+    for (std::size_t r = 0; r < shards.size(); ++r) {
+      try {
+        out.push_back(matrix_from(seq[r], "the callable's result for rank " + std::to_string(r)));
+      } catch (const std::invalid_argument& e) {
+        checks::fail_predicate(e.what());
+      }
+    }
+    return out;
+  }
+
+ private:
+  py::object fn_;
+  std::string name_;
+  bool float64_;
+};
+
+checks::TpClaim parse_claim(const std::string& claim) {
+  if (claim == "exact") return checks::TpClaim::exact;
+  if (claim == "rounding") return checks::TpClaim::rounding;
+  if (claim == "none") return checks::TpClaim::none;
+  throw InvalidField("claim", "must be exact, rounding or none, got '" + claim + "'");
+}
+
+Semantics parse_target(const std::string& target, ResultKind kind) {
+  if (target == "whole") return kind == ResultKind::ns ? Semantics::whole_ns : Semantics::whole;
+  if (target == "per_head") return Semantics::per_head;
+  throw InvalidField("target", "must be whole or per_head, got '" + target + "'");
+}
+
+bool required(const checks::TpProperty& p, checks::TpClaim claim) {
+  return claim == checks::TpClaim::exact ? p.required_by_exact : claim == checks::TpClaim::rounding && p.required_by_rounding;
+}
+
+py::dict diagnosis_of(const checks::TpDiagnosis& d) {
+  py::list candidates, cases;
+  for (const checks::CandidateTally& c : d.candidates)
+    candidates.append(py::dict(py::arg("semantics") = std::string(c.record->label), py::arg("key") = std::string(c.record->key),
+                               py::arg("cases") = c.cases, py::arg("matched") = c.matched,
+                               py::arg("bit_identical") = c.bit_identical, py::arg("median_distance") = c.median_distance,
+                               py::arg("max_distance") = c.max_distance));
+  for (const checks::DiagnosisCase& c : d.cases) {
+    py::list row;
+    for (const checks::CandidateDistance& cd : c.candidates)
+      row.append(py::dict(py::arg("semantics") = std::string(cd.record->label), py::arg("distance") = cd.distance,
+                          py::arg("bound") = cd.bound, py::arg("bit_identical") = cd.bit_identical,
+                          py::arg("matches") = cd.matches()));
+    cases.append(py::dict(py::arg("case") = c.layout, py::arg("error") = c.error, py::arg("candidates") = row));
+  }
+  return py::dict(py::arg("candidates") = candidates, py::arg("cases") = cases);
+}
+
+py::dict check_tp(py::object fn, const std::string& name, const NsConfig& cfg, const std::string& claim_text, const std::string& target,
+                  bool aspect_scale, const checks::TpScope& scope, const checks::RunSettings& settings, int diagnosis_cases,
+                  const std::string& replay) {
+  const checks::TpClaim claim = parse_claim(claim_text);
+  if (scope.max_side < 8) throw InvalidField("max_dim", "must be between 8 and 4096, got " + std::to_string(scope.max_side));
+  scope.validate();
+  if (diagnosis_cases < 0 || diagnosis_cases > 10000)
+    throw InvalidField("diagnosis_cases", "must be between 0 and 10000, got " + std::to_string(diagnosis_cases));
+  if (settings.max_success < 1 || settings.max_success > 100000)
+    throw InvalidField("max_success", "must be between 1 and 100000, got " + std::to_string(settings.max_success));
+  checks::TpCheck check;
+  check.cfg = cfg;
+  check.kind = aspect_scale ? ResultKind::muon_update : ResultKind::ns;
+  check.target = parse_target(target, check.kind);
+  check.scope = scope;
+  const SemanticsRecord& target_rec = checks::target_record(check);
+  const UserTpUpdate impl(std::move(fn), name, cfg.dtype == DType::fp64);
+  const checks::ReplayMap replays =
+      replay_map(replay, [](const std::string& n) { return checks::find_tp_property(n) != nullptr; }, "check_tp");
+  py::list properties;
+  for (const checks::TpProperty& p : checks::tp_properties()) {
+    if (!required(p, claim)) continue;
+    py::dict d;
+    const std::string why_not = checks::not_applicable(p, check);
+    if (!why_not.empty()) {
+      d["status"] = "not applicable";
+      d["message"] = why_not;
+    } else if (!replays.empty() && !replays.count(std::string(p.name))) {
+      d["status"] = "not run";
+    } else {
+      d = run_user_property(std::string(p.name), [&] { p.body(impl, check); }, settings, replays);
+    }
+    d["code"] = std::string(p.code);
+    d["name"] = std::string(p.name);
+    d["claim"] = std::string(p.claim) + " (" + std::string(target_rec.label) + ")";
+    properties.append(d);
+  }
+  py::dict out;
+  out["properties"] = properties;
+  if (replays.empty() && diagnosis_cases > 0) {
+    checks::TpDiagnosis d;
+    {
+      py::gil_scoped_release free;
+      d = checks::diagnose_tp(impl, check, diagnosis_cases, settings.seed);
+    }
+    rethrow_interrupt();
+    out["diagnosis"] = diagnosis_of(d);
+  } else {
+    out["diagnosis"] = py::dict();
+  }
+  out["target"] = std::string(target_rec.label);
+  return out;
+}
+
+}  // namespace
+
+void bind_tp_check(py::module_& m) {
+  m.def(
+      "check_tp",
+      [](py::object fn, const std::string& name, const NsConfig& cfg, const std::string& claim, const std::string& target,
+         bool aspect_scale, int max_tp, std::int64_t max_dim, const std::vector<int>& tps, std::optional<int> axis, bool uneven,
+         bool zero_width, std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::int64_t heads, std::int64_t kv_heads,
+         std::uint64_t seed, int max_success, int max_size, int diagnosis_cases, const std::string& replay) {
+        checks::TpScope scope;
+        scope.max_tp = max_tp;
+        scope.max_side = max_dim;
+        scope.tps = tps;
+        scope.axis = axis;
+        scope.uneven = uneven;
+        scope.zero_width = zero_width;
+        scope.shape = shape;
+        scope.heads = heads;
+        scope.kv_heads = kv_heads;
+        return check_tp(std::move(fn), name, cfg, claim, target, aspect_scale, scope, checks::RunSettings{seed, max_success, max_size},
+                        diagnosis_cases, replay);
+      },
+      py::arg("fn"), py::arg("name"), py::arg("config"), py::arg("claim"), py::arg("target"), py::arg("aspect_scale"),
+      py::arg("max_tp"), py::arg("max_dim"), py::arg("tp"), py::arg("axis"), py::arg("uneven"), py::arg("zero_width"),
+      py::arg("shape"), py::arg("heads"), py::arg("kv_heads"), py::arg("seed"), py::arg("max_success"), py::arg("max_size"),
+      py::arg("diagnosis_cases"), py::arg("replay"));
+}
+
+}  // namespace nsv::python
