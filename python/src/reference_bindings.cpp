@@ -14,6 +14,7 @@
 #include "nsv/metrics.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/render/audit.hpp"
+#include "nsv/render/comparison_json.hpp"
 #include "nsv/render/config_json.hpp"
 #include "nsv/strategies.hpp"
 
@@ -169,7 +170,7 @@ void bind_strategies(py::module_& m) {
           reference = target_result(t, cpu_backend(), g, geo.head_dim, cfg);
         }
         // The comparison exactly as `nsv shard --json` writes it, plus what the ranks hold.
-        nlohmann::json j = cli::comparison_json(compare_with_target(run, reference, layout));
+        nlohmann::json j = comparison_json(compare_with_target(run, reference, layout));
         j["strategy"] = strategy_name(s);
         j["target"] = target_name(t);
         j["promise"] = promise_name(t == natural_target(s) ? promise_of(s) : Promise::none);

@@ -2,7 +2,6 @@
 // Option parsing and output shared by subcommands.
 #include <CLI/CLI.hpp>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -67,7 +66,6 @@ std::vector<std::string> strategy_choices(bool whole_target_only = false);
 // `latency_us` -> `--latency-us`.
 std::string flag_of_field(const std::string& field);
 
-nlohmann::json comparison_json(const Comparison&);
 void print_rank_table(const Comparison&);
 
 }  // namespace nsv::cli

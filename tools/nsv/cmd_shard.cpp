@@ -11,6 +11,7 @@
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/render/comparison_json.hpp"
 #include "nsv/render/config_json.hpp"
 #include "nsv/spectra.hpp"
 #include "nsv/strategies.hpp"

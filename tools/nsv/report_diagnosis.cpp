@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "diagnose_render.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/input_file.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/render/diagnosis.hpp"
 #include "nsv/run_dump.hpp"
 
 namespace nsv::cli {

@@ -1,10 +1,10 @@
-#include "diagnose_render.hpp"
+#include "nsv/render/diagnosis.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace nsv::cli {
+namespace nsv {
 namespace {
 
 std::string label(Semantics s) { return std::string(semantics_record(s).label); }
@@ -145,4 +145,4 @@ std::string diagnosis_text(const Diagnosis& d) {
   return s;
 }
 
-}  // namespace nsv::cli
+}  // namespace nsv

@@ -6,7 +6,7 @@
 
 #include "nsv/diagnose.hpp"
 
-namespace nsv::cli {
+namespace nsv {
 
 // What a run's verdict says in one phrase: the matching semantics' label ("per-shard NS,
 // local-shape scale"), "unexplained (closest: ...)", or "not classified: ...".
@@ -22,4 +22,4 @@ nlohmann::json diagnosis_json(const Diagnosis&);
 std::string diagnosis_markdown(const Diagnosis&);
 std::string diagnosis_text(const Diagnosis&);
 
-}  // namespace nsv::cli
+}  // namespace nsv
