@@ -47,6 +47,7 @@ NsConfig NsOptions::config() const {
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "nsv/config_schema.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/resources.hpp"
@@ -68,22 +69,9 @@ std::pair<std::int64_t, std::int64_t> parse_shape(const std::string& s) {
   }
 }
 
-FusedKind parse_fused_option(const std::string& s) {
-  if (s == "none") return FusedKind::none;
-  if (s == "gate_up") return FusedKind::gate_up;
-  if (s.rfind("qkv:", 0) == 0 && s != "qkv:gate_up" && s != "qkv:none") {
-    try {
-      return parse_fused_kind(s.substr(4));
-    } catch (const std::invalid_argument&) {  // the message below lists the option's own spelling
-    }
-  }
-  throw std::invalid_argument("--fused " + s + ": expected none, qkv:glm, qkv:qwen, qkv:phi3, qkv:bloom, qkv:bigcode or gate_up");
-}
+FusedKind parse_fused_option(const std::string& s) { return parse_named<FusedKind>(s); }
 
-std::string fused_option_text(FusedKind k) {
-  if (k == FusedKind::none || k == FusedKind::gate_up) return std::string(fused_kind_name(k));
-  return "qkv:" + std::string(fused_kind_name(k));
-}
+std::string fused_option_text(FusedKind k) { return std::string(name_of(k)); }
 
 void MatrixSource::add_to(CLI::App& cmd) {
   auto* in = cmd.add_option("--input", input, "input matrix (.npy, float32/float64, C order)")->check(CLI::ExistingFile);
