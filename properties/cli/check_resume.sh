@@ -13,7 +13,7 @@
 # Also checks that bad input leaves an existing output file untouched, and that the rows do not
 # depend on the thread count.
 #
-# Usage: tools/check_resume.sh [path/to/nsv]     (default: $NSV or build/tools/nsv/nsv)
+# Usage: properties/cli/check_resume.sh [path/to/nsv]     (default: $NSV or build/tools/nsv/nsv)
 # Exit status 0 when every check passes.
 set -euo pipefail
 

@@ -8,7 +8,7 @@
 #   4. the same with mpirun itself killed                          -> likewise
 # "==" is every column but `seconds` (the last one: wall time), which legitimately differs.
 #
-# Usage: tools/check_mpi_sweep.sh [--quick] [path/to/nsv]   (--quick: steps 1 and 2 only, for the gate)
+# Usage: properties/cli/check_mpi_sweep.sh [--quick] [path/to/nsv]   (--quick: steps 1 and 2 only, for the gate)
 set -euo pipefail
 quick=0
 if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
