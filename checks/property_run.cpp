@@ -4,6 +4,7 @@
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 
 namespace nsv::checks {
@@ -62,9 +63,23 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
   Quiet listener;
   case_log() = {};
   int cases_checked = 0;
-  const auto one_case = [&body, &cases_checked] {
+  std::optional<std::chrono::steady_clock::time_point> first_failure;
+  const auto one_case = [&] {
+    if (first_failure && std::chrono::duration<double>(std::chrono::steady_clock::now() - *first_failure).count() >
+                             settings.shrink_seconds)
+      RC_DISCARD("the shrinking budget is spent: the last failing case stands");
     case_log().checked = 0;
-    body();
+    try {
+      body();
+    } catch (const rc::detail::CaseResult& r) {
+      if (r.type == rc::detail::CaseResult::Type::Failure && !first_failure) first_failure = std::chrono::steady_clock::now();
+      throw;
+    } catch (const rc::GenerationFailure&) {
+      throw;  // a draw that could not be made: a discard, not a failure
+    } catch (const std::exception&) {
+      if (!first_failure) first_failure = std::chrono::steady_clock::now();
+      throw;
+    }
     if (case_log().checked > 0) ++cases_checked;  // counted for passing cases only: a failure throws past it
   };
   const auto start = std::chrono::steady_clock::now();

@@ -24,6 +24,12 @@ struct RunSettings {
   std::uint64_t seed = 0;
   int max_success = 100;
   int max_size = 100;
+  // Shrinking stops trying smaller cases this long after the first failure: the counterexample is
+  // then the smallest failing case found so far (still a real, replayable failure). Each shrink
+  // step reruns the implementation and the bound's own computations; a matrix of a few hundred
+  // elements has as many shrink candidates, which without a budget took minutes. The shape and
+  // spectrum are drawn (and shrunk) first, so a few seconds bring the case to its smallest shape.
+  double shrink_seconds = 5;
 };
 
 // RapidCheck's reproduce map, as RC_PARAMS="reproduce=..." spells it.

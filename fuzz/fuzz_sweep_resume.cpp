@@ -7,15 +7,15 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "nsv/engine/sweep_plan.hpp"
+#include "nsv/engine/sweep_resume.hpp"
 #include "scratch_file.hpp"
-#include "sweep_plan.hpp"
-#include "sweep_resume.hpp"
 
 namespace {
 
-const nsv::cli::SweepPlan& plan() {
-  static const nsv::cli::SweepPlan p = [] {
-    nsv::cli::SweepSpec spec;
+const nsv::engine::SweepPlan& plan() {
+  static const nsv::engine::SweepPlan p = [] {
+    nsv::engine::SweepSpec spec;
     spec.shapes = {"8x8"};
     spec.tps = {1, 2};
     spec.axes = {0, 1};
@@ -23,7 +23,7 @@ const nsv::cli::SweepPlan& plan() {
     spec.strategies = {"shard", "gather"};
     spec.steps = {1};
     spec.fused = {"none", "gate_up"};
-    return nsv::cli::plan_sweep(spec);
+    return nsv::engine::plan_sweep(spec);
   }();
   return p;
 }
@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string out = partial.substr(0, partial.size() - std::string(".partial").size());
   std::filesystem::remove(out);
   try {
-    const nsv::cli::SweepFile f = nsv::cli::open_sweep_file(out, /*resume=*/true, plan());
+    const nsv::engine::SweepFile f = nsv::engine::open_sweep_file(out, /*resume=*/true, plan());
     std::size_t kept = 0;
     for (const auto& row : f.rows) kept += row.has_value();
     if (kept != f.resumed || f.rows.size() != plan().cases.size()) std::abort();

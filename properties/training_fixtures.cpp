@@ -32,7 +32,7 @@ json read_json(const fs::path& p) {
 const json kDescription = read_json(kTrainingDir / "training.json");
 
 // The matrices' shapes as nsv derives them from a grads.json "model" object (the same fields
-// tools/nsv/grads_description.cpp reads).
+// engine/src/grads_description.cpp reads).
 std::vector<MuonParam> params_of(const json& model) {
   ModelDims d;
   d.name = "training fixture";

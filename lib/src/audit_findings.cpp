@@ -1,5 +1,5 @@
 // What the audit concludes beyond its tables: the recommended plans and the notes, as data (the
-// words are tools/render's).
+// words are render/'s).
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>

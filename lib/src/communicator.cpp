@@ -3,50 +3,46 @@
 #include <array>
 #include <stdexcept>
 
+#include "nsv/config_schema.hpp"
+
 namespace nsv {
 
 namespace {
 
-// One record per reduction order: its name, and for the ring orders where element i's chunk
-// starts. `source` is where the order comes from.
+// One record per reduction order: its name, what help texts add to it, and for the ring orders
+// where element i's chunk starts. `source` is where the order comes from.
 struct OrderRecord {
   ReductionOrder order;
   std::string_view name;
+  std::string_view note;
   std::string_view source;
 };
 
 constexpr std::array<OrderRecord, kAllReductionOrders.size()> kOrderRecords = {{
-    {ReductionOrder::rank, "rank", "rank order, as a reduce to rank 0 that adds in rank order"},
-    {ReductionOrder::reverse, "reverse", "Open MPI's basic linear reduce: the last rank's buffer first, then down"},
-    {ReductionOrder::ring, "ring", "NCCL's ring: chunk k (of n/tp, floor boundaries) starts at rank k+1"},
-    {ReductionOrder::tree, "tree", "recursive doubling / halving: (x0+x1)+(x2+x3), the odd one last"},
-    {ReductionOrder::ompi_ring, "ompi_ring",
+    {ReductionOrder::rank, "rank", {}, "rank order, as a reduce to rank 0 that adds in rank order"},
+    {ReductionOrder::reverse, "reverse", {}, "Open MPI's basic linear reduce: the last rank's buffer first, then down"},
+    {ReductionOrder::ring, "ring", {}, "NCCL's ring: chunk k (of n/tp, floor boundaries) starts at rank k+1"},
+    {ReductionOrder::tree, "tree", {}, "recursive doubling / halving: (x0+x1)+(x2+x3), the odd one last"},
+    {ReductionOrder::ompi_ring, "ompi_ring", "Open MPI's ring",
      "Open MPI coll/tuned ring (algorithms 4, 5): block k (the first n mod tp blocks one longer) starts at rank k"},
 }};
 
-const OrderRecord& record_of(ReductionOrder o) {
-  for (const auto& r : kOrderRecords)
-    if (r.order == o) return r;
-  throw std::logic_error("unknown reduction order");
-}
+// The names as the schema's table: kOrderRecords' names, in their order.
+constexpr auto kOrderNames = [] {
+  std::array<NamedValue<ReductionOrder>, kOrderRecords.size()> names{};
+  for (std::size_t i = 0; i < names.size(); ++i)
+    names[i] = {kOrderRecords[i].order, kOrderRecords[i].name, kOrderRecords[i].note};
+  return names;
+}();
+constexpr NameTable<ReductionOrder> kOrderTable{"reduction_order", kOrderNames};
 
 }  // namespace
 
-ReductionOrder parse_reduction_order(std::string_view s) {
-  for (const auto& r : kOrderRecords)
-    if (r.name == s) return r.order;
-  std::string names;
-  for (const auto& r : kOrderRecords) names += (names.empty() ? "" : ", ") + std::string(r.name);
-  throw std::invalid_argument("unknown reduction order '" + std::string(s) + "': expected one of " + names);
-}
+const NameTable<ReductionOrder>& name_table(std::type_identity<ReductionOrder>) { return kOrderTable; }
 
-std::string_view reduction_order_name(ReductionOrder o) { return record_of(o).name; }
-
-std::vector<std::string> reduction_order_names() {
-  std::vector<std::string> names;
-  for (const auto& r : kOrderRecords) names.emplace_back(r.name);
-  return names;
-}
+ReductionOrder parse_reduction_order(std::string_view s) { return parse_named<ReductionOrder>(s); }
+std::string_view reduction_order_name(ReductionOrder o) { return name_of(o); }
+std::vector<std::string> reduction_order_names() { return choices_of<ReductionOrder>(); }
 
 std::string_view collective_name(Collective c) {
   switch (c) {

@@ -4,37 +4,30 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
+
+#include "nsv/config_schema.hpp"
 
 namespace nsv {
 
-DType parse_dtype(std::string_view name) {
-  if (name == "fp64" || name == "float64") return DType::fp64;
-  if (name == "fp32" || name == "float32") return DType::fp32;
-  if (name == "bf16" || name == "bfloat16") return DType::bf16;
-  if (name == "fp16" || name == "float16") return DType::fp16;
-  throw std::invalid_argument("unknown dtype '" + std::string(name) +
-                              "': expected one of fp64, fp32, bf16, fp16");
-}
+namespace {
+// numpy's and PyTorch's spellings are accepted too (not listed).
+constexpr NamedValue<DType> kDTypeNames[] = {
+    {DType::fp64, "fp64"}, {DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"},
+    {DType::fp64, "float64", {}, false}, {DType::fp32, "float32", {}, false},
+    {DType::bf16, "bfloat16", {}, false}, {DType::fp16, "float16", {}, false}};
+constexpr NameTable<DType> kDTypeTable{"dtype", kDTypeNames};
+constexpr NamedValue<Accumulate> kAccumulateNames[] = {{Accumulate::fp32, "fp32", "tensor cores, cuBLAS"},
+                                                       {Accumulate::compute, "compute", "PyTorch CPU bf16/fp16 GEMM"}};
+constexpr NameTable<Accumulate> kAccumulateTable{"accumulate", kAccumulateNames};
+}  // namespace
 
-std::string_view dtype_name(DType d) {
-  switch (d) {
-    case DType::fp64: return "fp64";
-    case DType::fp32: return "fp32";
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-  }
-  return "?";
-}
+const NameTable<DType>& name_table(std::type_identity<DType>) { return kDTypeTable; }
+const NameTable<Accumulate>& name_table(std::type_identity<Accumulate>) { return kAccumulateTable; }
 
-Accumulate parse_accumulate(std::string_view name) {
-  if (name == "fp32") return Accumulate::fp32;
-  if (name == "compute") return Accumulate::compute;
-  throw std::invalid_argument("unknown accumulation '" + std::string(name) +
-                              "': expected fp32 (tensor-core GEMM) or compute (PyTorch CPU GEMM)");
-}
-
-std::string_view accumulate_name(Accumulate a) { return a == Accumulate::fp32 ? "fp32" : "compute"; }
+DType parse_dtype(std::string_view name) { return parse_named<DType>(name); }
+std::string_view dtype_name(DType d) { return name_of(d); }
+Accumulate parse_accumulate(std::string_view name) { return parse_named<Accumulate>(name); }
+std::string_view accumulate_name(Accumulate a) { return name_of(a); }
 
 double unit_roundoff(DType d) {
   switch (d) {

@@ -5,26 +5,26 @@
 #include <stdexcept>
 #include <string>
 
+#include "nsv/config_schema.hpp"
 #include "nsv/invalid_field.hpp"
 
 namespace nsv {
 
-Kernel parse_kernel(std::string_view s) {
-  if (s == "standard") return Kernel::standard;
-  if (s == "gram") return Kernel::gram;
-  throw std::invalid_argument("unknown kernel '" + std::string(s) + "': expected standard or gram");
-}
+namespace {
+constexpr NamedValue<Kernel> kKernelNames[] = {{Kernel::standard, "standard"}, {Kernel::gram, "gram"}};
+constexpr NameTable<Kernel> kKernelTable{"kernel", kKernelNames};
+constexpr NamedValue<Products> kProductsNames[] = {{Products::symmetric, "symmetric", "upper triangle, mirrored; fast"},
+                                                   {Products::full, "full", "both triangles, PyTorch's bits"}};
+constexpr NameTable<Products> kProductsTable{"products", kProductsNames};
+}  // namespace
 
-std::string_view kernel_name(Kernel k) { return k == Kernel::standard ? "standard" : "gram"; }
+const NameTable<Kernel>& name_table(std::type_identity<Kernel>) { return kKernelTable; }
+const NameTable<Products>& name_table(std::type_identity<Products>) { return kProductsTable; }
 
-Products parse_products(std::string_view s) {
-  if (s == "symmetric") return Products::symmetric;
-  if (s == "full") return Products::full;
-  throw std::invalid_argument("unknown products '" + std::string(s) +
-                              "': expected symmetric (upper triangle, mirrored) or full (both triangles, as PyTorch)");
-}
-
-std::string_view products_name(Products p) { return p == Products::symmetric ? "symmetric" : "full"; }
+Kernel parse_kernel(std::string_view s) { return parse_named<Kernel>(s); }
+std::string_view kernel_name(Kernel k) { return name_of(k); }
+Products parse_products(std::string_view s) { return parse_named<Products>(s); }
+std::string_view products_name(Products p) { return name_of(p); }
 
 void NsConfig::validate() const {
   if (steps < 0 || steps > 1000)

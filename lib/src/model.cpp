@@ -1,20 +1,23 @@
 #include "nsv/model.hpp"
 
-#include <stdexcept>
+#include "nsv/config_schema.hpp"
 
 namespace nsv {
 namespace {
 
-struct FusedName {
-  FusedKind kind;
-  std::string_view name;
-};
-// "qwen" is fusedqkv_utils.py's qwentype, cut by the glm rule (_transpose_fused_qkvw).
-constexpr FusedName kFusedNames[] = {{FusedKind::glm, "glm"},         {FusedKind::glm, "qwen"},
-                                     {FusedKind::phi3, "phi3"},       {FusedKind::bloom, "bloom"},
-                                     {FusedKind::bigcode, "bigcode"}, {FusedKind::gate_up, "gate_up"}};
+// As a user names a fused kind (nsv --fused, the sweep CSV's fused column): the [Q;K;V] kinds
+// behind "qkv:". "qkv:qwen" is fusedqkv_utils.py's qwentype, cut by the glm rule
+// (_transpose_fused_qkvw).
+constexpr std::string_view kQkvPrefix = "qkv:";
+constexpr NamedValue<FusedKind> kFusedNames[] = {{FusedKind::none, "none"},           {FusedKind::glm, "qkv:glm"},
+                                                 {FusedKind::glm, "qkv:qwen"},        {FusedKind::phi3, "qkv:phi3"},
+                                                 {FusedKind::bloom, "qkv:bloom"},     {FusedKind::bigcode, "qkv:bigcode"},
+                                                 {FusedKind::gate_up, "gate_up"}};
+constexpr NameTable<FusedKind> kFusedTable{"fused", kFusedNames};
 
 }  // namespace
+
+const NameTable<FusedKind>& name_table(std::type_identity<FusedKind>) { return kFusedTable; }
 
 std::string role_name(Role r) {
   switch (r) {
@@ -26,22 +29,9 @@ std::string role_name(Role r) {
 }
 
 std::string_view fused_kind_name(FusedKind k) {
-  if (k == FusedKind::none) return "none";
-  for (const auto& f : kFusedNames)
-    if (f.kind == k) return f.name;
-  return "?";
-}
-
-std::string fused_kind_names(std::string_view separator) {
-  std::string out;
-  for (const auto& f : kFusedNames) out += (out.empty() ? "" : std::string(separator)) + std::string(f.name);
-  return out;
-}
-
-FusedKind parse_fused_kind(std::string_view s) {
-  for (const auto& f : kFusedNames)
-    if (f.name == s) return f.kind;
-  throw std::invalid_argument("unknown fused layout '" + std::string(s) + "': expected one of " + fused_kind_names());
+  std::string_view name = name_of(k);
+  if (name.starts_with(kQkvPrefix)) name.remove_prefix(kQkvPrefix.size());
+  return name;
 }
 
 std::vector<MuonParam> llama_layer_params(const ModelDims& d) {

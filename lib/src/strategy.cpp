@@ -1,7 +1,9 @@
 #include "nsv/strategy.hpp"
 
-#include <stdexcept>
+#include <array>
 #include <string>
+
+#include "nsv/config_schema.hpp"
 
 namespace nsv {
 namespace {
@@ -103,26 +105,26 @@ std::string per_head_inapplicable_reason(const Layout& layout, std::int64_t head
 std::span<const StrategyRecord> strategy_records() { return kRecords; }
 const StrategyRecord& strategy_record(Strategy s) { return kRecords[static_cast<std::size_t>(s)]; }
 
-std::string strategy_names(std::string_view separator) {
-  std::string out;
-  for (const auto& r : kRecords) out += (out.empty() ? "" : std::string(separator)) + std::string(r.name);
-  return out;
-}
+namespace {
+// The names as the schema's table: kRecords' names, in their order.
+constexpr auto kStrategyNames = [] {
+  std::array<NamedValue<Strategy>, std::size(kRecords)> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = {kRecords[i].strategy, kRecords[i].name};
+  return names;
+}();
+constexpr NameTable<Strategy> kStrategyTable{"strategy", kStrategyNames};
+constexpr NamedValue<Target> kTargetNames[] = {{Target::whole, "whole"}, {Target::per_head, "per_head"}};
+constexpr NameTable<Target> kTargetTable{"target", kTargetNames};
+}  // namespace
 
-Strategy parse_strategy(std::string_view s) {
-  for (const auto& r : kRecords)
-    if (r.name == s) return r.strategy;
-  throw std::invalid_argument("unknown strategy '" + std::string(s) + "': expected one of " + strategy_names());
-}
+const NameTable<Strategy>& name_table(std::type_identity<Strategy>) { return kStrategyTable; }
+const NameTable<Target>& name_table(std::type_identity<Target>) { return kTargetTable; }
 
-std::string_view strategy_name(Strategy s) { return strategy_record(s).name; }
-
-Target parse_target(std::string_view s) {
-  if (s == "whole") return Target::whole;
-  if (s == "per_head") return Target::per_head;
-  throw std::invalid_argument("unknown target '" + std::string(s) + "': expected whole or per_head");
-}
-std::string_view target_name(Target t) { return t == Target::whole ? "whole" : "per_head"; }
+std::string strategy_names(std::string_view separator) { return choices_text<Strategy>(separator); }
+Strategy parse_strategy(std::string_view s) { return parse_named<Strategy>(s); }
+std::string_view strategy_name(Strategy s) { return name_of(s); }
+Target parse_target(std::string_view s) { return parse_named<Target>(s); }
+std::string_view target_name(Target t) { return name_of(t); }
 
 std::string_view promise_name(Promise p) {
   switch (p) {

@@ -143,7 +143,7 @@ expect_error "report --threads 0" "--threads: must be an integer between 1 and 1
 expect_error "sweep --seeds 2000000000" "--seeds: must be an integer between 1 and 100000" "$nsv" sweep --shapes 16x32 --seeds 2000000000
 expect_error "sweep --restart-at 5000" "--restart-at" "$nsv" sweep --shapes 16x32 --restart-at 5000
 expect_error "sweep --axis 2" "--axis" "$nsv" sweep --shapes 16x32 --axis 2
-expect_error "sweep --fused qkv:megatron" "--fused qkv:megatron: expected none, qkv:glm" "$nsv" sweep --shapes 24x32 --fused qkv:megatron --heads 2
+expect_error "sweep --fused qkv:megatron" "--fused must be one of none, qkv:glm, .*gate_up; got 'qkv:megatron'" "$nsv" sweep --shapes 24x32 --fused qkv:megatron --heads 2
 expect_error "sweep --fused qkv:glm without --heads" "--fused qkv:glm needs --heads" "$nsv" sweep --shapes 24x32 --fused qkv:glm
 expect_error "sweep --fused rows not heads" "--shapes 20x32 \\(axis 0, --fused qkv:phi3\\): 20 rows are not 8 heads" "$nsv" sweep --shapes 20x32 --fused qkv:phi3 --heads 4 --kv-heads 2
 expect_error "sweep --fused gate_up, odd rows" "--fused gate_up\): a fused \[gate; up\] matrix needs an even row count" "$nsv" sweep --shapes 15x32 --fused gate_up

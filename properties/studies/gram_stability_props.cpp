@@ -1,4 +1,4 @@
-// The Gram NS stability study's accuracy figures (tools/nsv/gram_stability.cpp, report §6b)
+// The Gram NS stability study's accuracy figures (engine/src/gram_stability.cpp, report §6b)
 // against their second computation. The study measures each figure twice, by two paths that
 // share nothing but the input:
 //   measured  from the kernel's output matrix: ||U_K^T X (U_K^T X)^T - I||_2 on the kept
@@ -17,12 +17,12 @@
 
 #include "check.hpp"
 #include "generators/tiers.hpp"
-#include "gram_stability.hpp"
+#include "nsv/engine/gram_stability.hpp"
 #include "nsv/coeffs.hpp"
 
 using namespace nsv;
-using nsv::cli::GramStabilityRow;
-using nsv::cli::GramStabilitySpec;
+using nsv::engine::GramStabilityRow;
+using nsv::engine::GramStabilitySpec;
 
 namespace {
 
@@ -64,7 +64,7 @@ rc::Gen<GramStabilitySpec> tiny_specs() {
 // their values from the scalar map, for both kernels and every restart list.
 NSV_PROPERTY(GS1_measured_accuracy_equals_the_scalar_maps_in_fp64, ()) {
   const GramStabilitySpec spec = *tiny_specs();
-  const std::vector<GramStabilityRow> rows = nsv::cli::run_gram_stability(spec);
+  const std::vector<GramStabilityRow> rows = nsv::engine::run_gram_stability(spec);
   RC_ASSERT(rows.size() == static_cast<std::size_t>(spec.max_steps) * (spec.restarts.size() + 1));
   for (const GramStabilityRow& r : rows) {
     RC_LOG() << r.rows << "x" << r.cols << " " << r.spectrum << " " << kernel_name(r.kernel) << " steps " << r.steps
@@ -96,7 +96,7 @@ NSV_PROPERTY(GS1b_the_study_runs_the_schedule_it_names, ()) {
   };
   const auto run = [&](const std::string& name) {
     spec.coeffs = name;
-    return nsv::cli::run_gram_stability(spec);
+    return nsv::engine::run_gram_stability(spec);
   };
   const std::vector<GramStabilityRow> a = run(first), b = run(second);
   RC_ASSERT(a.size() == b.size());
@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(GS1_negative_control_one_step_off_is_seen) {
   for (int seed = 0; seed < 10; ++seed) {
     const GramStabilitySpec spec = nsv::props::sample(tiny_specs(), static_cast<std::uint64_t>(seed));
     std::map<int, const GramStabilityRow*> standard_by_steps;
-    const std::vector<GramStabilityRow> rows = nsv::cli::run_gram_stability(spec);
+    const std::vector<GramStabilityRow> rows = nsv::engine::run_gram_stability(spec);
     for (const GramStabilityRow& r : rows)
       if (r.kernel == Kernel::standard) standard_by_steps[r.steps] = &r;
     for (const auto& [steps, row] : standard_by_steps)

@@ -1,4 +1,4 @@
-// Dao-AILab's stress test as nsverify runs it (tools/nsv/gram_stress.cpp, report §6b): its
+// Dao-AILab's stress test as nsverify runs it (engine/src/gram_stress.cpp, report §6b): its
 // orthogonality metric ||P P^T - I_m||_F / sqrt(m), which the study evaluates without the m x m
 // product (through ||P^T P||_F^2 - 2 ||P||_F^2 + m), against what linear algebra allows it to be.
 //
@@ -25,12 +25,12 @@
 #include <vector>
 
 #include "check.hpp"
-#include "csv.hpp"
-#include "gram_stress.hpp"
+#include "nsv/engine/csv.hpp"
+#include "nsv/engine/gram_stress.hpp"
 
-using nsv::cli::GramStressRow;
-using nsv::cli::GramStressSpec;
-using nsv::cli::PolarMetrics;
+using nsv::engine::GramStressRow;
+using nsv::engine::GramStressSpec;
+using nsv::engine::PolarMetrics;
 
 namespace {
 
@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_SUITE(gram_stress_metrics)
 
 BOOST_AUTO_TEST_CASE(GS2_orthogonality_error_lies_in_the_band_of_rank_and_top_singular_value) {
   for (const auto& [n, aspect] : kShapes) {
-    const std::vector<GramStressRow> rows = nsv::cli::run_gram_stress(tiny_spec(n, aspect));
+    const std::vector<GramStressRow> rows = nsv::engine::run_gram_stress(tiny_spec(n, aspect));
     BOOST_TEST(rows.size() == 11u * tiny_spec(n, aspect).restarts.size());  // ten designed spectra + one Gamma
     for (const GramStressRow& r : rows)
       for (const auto& [method, m] : {std::pair{"standard", r.reference}, std::pair{"gram", r.ours}}) {
@@ -124,10 +124,10 @@ BOOST_AUTO_TEST_CASE(GS3_inputs_have_the_spectra_of_the_script) {
       }
     };
     const GramStressSpec spec = tiny_spec(n, aspect);
-    const std::vector<nsv::cli::StressMatrix> inputs = nsv::cli::stress_matrices(spec);
+    const std::vector<nsv::engine::StressMatrix> inputs = nsv::engine::stress_matrices(spec);
     BOOST_TEST_REQUIRE(inputs.size() == 11u);
     for (std::size_t j = 0; j < inputs.size(); ++j) {
-      const nsv::cli::StressMatrix& s = inputs[j];
+      const nsv::engine::StressMatrix& s = inputs[j];
       BOOST_TEST_REQUIRE(s.sigma.size() == static_cast<std::size_t>(n), s.spectrum << " has " << s.sigma.size() << " values");
       if (j < 10) {
         BOOST_TEST(s.spectrum == "s" + std::to_string(j + 1));
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(GS3_inputs_have_the_spectra_of_the_script) {
       double norm2 = 0;
       for (const double v : want) norm2 += v * v;
       const double allowed = (s.float64 ? 0.0 : 0x1.0p-24 * std::sqrt(norm2)) + 1e-12;
-      const Eigen::VectorXd got = Eigen::JacobiSVD<Eigen::MatrixXd>(nsv::cli::stress_input(s, spec, j)).singularValues();
+      const Eigen::VectorXd got = Eigen::JacobiSVD<Eigen::MatrixXd>(nsv::engine::stress_input(s, spec, j)).singularValues();
       BOOST_TEST_REQUIRE(got.size() == n);
       for (std::int64_t i = 0; i < n; ++i)
         BOOST_TEST(std::abs(got(i) - want[static_cast<std::size_t>(i)]) <= allowed,
@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(GS3_inputs_have_the_spectra_of_the_script) {
 //      directly (median: the element of index count/2 of the sorted values, as the report defines it).
 BOOST_AUTO_TEST_CASE(GS4_summary_counts_the_blowups_and_summarizes_the_rows_it_reads) {
   const GramStressSpec spec = tiny_spec(12, 2);
-  std::vector<GramStressRow> rows = nsv::cli::run_gram_stress(spec);
+  std::vector<GramStressRow> rows = nsv::engine::run_gram_stress(spec);
   constexpr double inf = std::numeric_limits<double>::infinity();
   const PolarMetrics blowup{inf, inf, inf, inf, inf};
   rows[0].ours = blowup;
@@ -167,10 +167,10 @@ BOOST_AUTO_TEST_CASE(GS4_summary_counts_the_blowups_and_summarizes_the_rows_it_r
   const std::string path = (std::filesystem::temp_directory_path() / ("nsv_gs4_" + std::to_string(::getpid()) + ".csv")).string();
   {
     std::ofstream out(path);
-    out << nsv::cli::csv_line(nsv::cli::gram_stress_header());
-    for (const GramStressRow& r : rows) out << nsv::cli::csv_line(nsv::cli::gram_stress_fields(r));
+    out << nsv::engine::csv_line(nsv::engine::gram_stress_header());
+    for (const GramStressRow& r : rows) out << nsv::engine::csv_line(nsv::engine::gram_stress_fields(r));
   }
-  const nlohmann::json summary = nsv::cli::gram_stress_summary(path, spec);
+  const nlohmann::json summary = nsv::engine::gram_stress_summary(path, spec);
   std::filesystem::remove(path);
   BOOST_TEST_REQUIRE(summary.at("runs").size() == spec.restarts.size());
   for (const nlohmann::json& run : summary.at("runs")) {
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(GS4_summary_counts_the_blowups_and_summarizes_the_rows_it_r
       for (const GramStressRow& r : rows) {
         if (r.restart_at != restarts) continue;
         const PolarMetrics& m = std::string(method) == "ours" ? r.ours : r.reference;
-        orth.push_back(std::stod(nsv::cli::gram_stress_fields(r)[std::string(method) == "ours" ? 8 : 3]));  // as written: %.6g
+        orth.push_back(std::stod(nsv::engine::gram_stress_fields(r)[std::string(method) == "ours" ? 8 : 3]));  // as written: %.6g
         blowups += std::isfinite(m.orth_error) ? 0 : 1;
       }
       const nlohmann::json& got = run.at(method);

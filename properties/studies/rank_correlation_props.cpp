@@ -1,4 +1,4 @@
-// The training study's rank correlation (tools/nsv/rank_correlation.hpp: report.json "training",
+// The training study's rank correlation (nsv/engine/rank_correlation.hpp: report.json "training",
 // how the update difference goes with the gradient's effective and stable rank), against its
 // definition evaluated the slow way.
 //
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "check.hpp"
-#include "rank_correlation.hpp"
+#include "nsv/engine/rank_correlation.hpp"
 
 namespace {
 
@@ -69,7 +69,7 @@ NSV_PROPERTY(RC1_ranks_are_the_mean_ranks_among_ties, ()) {
   const auto n = *rc::gen::inRange<std::size_t>(0, 41);
   const std::vector<double> v = *few_valued(n);
   RC_CLASSIFY(has_ties(v), "ties");
-  RC_ASSERT(nsv::cli::ranks(v) == mean_ranks_by_counting(v));
+  RC_ASSERT(nsv::engine::ranks(v) == mean_ranks_by_counting(v));
 }
 
 NSV_PROPERTY(RC2_spearman_is_pearson_of_the_mean_ranks, ()) {
@@ -77,7 +77,7 @@ NSV_PROPERTY(RC2_spearman_is_pearson_of_the_mean_ranks, ()) {
   const std::vector<double> x = *few_valued(n), y = *few_valued(n);
   RC_CLASSIFY(has_ties(x) || has_ties(y), "ties");
   const double want = textbook_pearson(mean_ranks_by_counting(x), mean_ranks_by_counting(y));
-  const double got = nsv::cli::spearman(x, y);
+  const double got = nsv::engine::spearman(x, y);
   RC_LOG() << std::hexfloat << "spearman " << got << ", by definition " << want << "\n";
   RC_ASSERT(std::abs(got - want) <= 2e-12);
 }
@@ -88,7 +88,7 @@ NSV_PROPERTY(RC2_spearman_is_pearson_of_the_mean_ranks, ()) {
 BOOST_AUTO_TEST_CASE(RC_negative_control_tied_ranks_are_averaged) {
   const std::vector<double> x{1, 1, 2}, y{1, 2, 3};
   BOOST_TEST(mean_ranks_by_counting(x) == (std::vector<double>{1.5, 1.5, 3}));
-  BOOST_TEST(std::abs(nsv::cli::spearman(x, y) - std::sqrt(3.0) / 2) <= 1e-15);
+  BOOST_TEST(std::abs(nsv::engine::spearman(x, y) - std::sqrt(3.0) / 2) <= 1e-15);
   BOOST_TEST(textbook_pearson({1, 2, 3}, y) == 1.0);
 }
 

@@ -6,6 +6,8 @@ The package exposes nsverify's C++ reference and its property checks to Python:
 Reference (nsverify's own computations, the GIL released while they run)
     ns(G, kernel=..., steps=..., dtype=..., accumulate=..., products=..., coeffs=..., restart_at=...)
         Newton-Schulz of a 2-D matrix or a 3-D batch, every knob of ``nsv ns``.
+    config_schema()
+        Every knob's default and choices, as the library (and so ``nsv``) defines them.
     autotp_layout, fused_qkv_layout, split, assemble, head_aligned_sizes, grain_sizes
         AutoTP's shard rules and the split of a matrix into per-rank shards.
     strategies(), run_strategy(G, strategy, tp, ...)
@@ -28,8 +30,8 @@ and carries, for each failure, the shrunk counterexample and a replay string:
 Bad arguments raise ValueError with the messages of the ``nsv`` command line.
 """
 
-from ._reference import (NsConfig, Layout, assemble, audit, autotp_layout, compare_bits, config, cosine,
-                         fused_layout, fused_qkv_layout, grain_sizes, head_aligned_sizes, max_abs_diff,
+from ._reference import (NsConfig, Layout, assemble, audit, autotp_layout, compare_bits, config, config_schema,
+                         cosine, fused_layout, fused_qkv_layout, grain_sizes, head_aligned_sizes, max_abs_diff,
                          norm_ratio, ns, ns_flops, plan_strategy, polar_factor, rel_diff, run_strategy,
                          singular_values, split, strategies)
 from ._results import CheckResult, PropertyResult
@@ -39,7 +41,7 @@ from ._tp import Candidate, TpCheckResult, check_tp
 __version__ = "0.1.0"
 
 __all__ = [
-    "__version__", "ns", "config", "NsConfig", "ns_flops", "Layout", "autotp_layout", "fused_layout",
+    "__version__", "ns", "config", "config_schema", "NsConfig", "ns_flops", "Layout", "autotp_layout", "fused_layout",
     "fused_qkv_layout", "head_aligned_sizes", "grain_sizes", "split", "assemble", "strategies", "run_strategy",
     "plan_strategy", "audit", "rel_diff", "cosine", "norm_ratio", "max_abs_diff", "compare_bits",
     "singular_values", "polar_factor", "check_kernel", "kernel_properties", "check_tp", "CheckResult",

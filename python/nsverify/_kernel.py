@@ -2,7 +2,7 @@
 
 from . import _nsverify as _core
 from ._adapters import NumpyKernel
-from ._reference import config as _config
+from ._reference import CHECK_DEFAULTS as _D, config as _config
 from ._results import CheckResult, PropertyResult
 
 #: RapidCheck's seed when none is given: a fixed one, so a check that passes in CI passes again.
@@ -14,9 +14,10 @@ def kernel_properties():
     return _core.kernel_properties()
 
 
-def check_kernel(fn, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="full", coeffs="keller",
-                 restart_at=2, batched=False, required=None, properties=None, max_success=100, max_size=100,
-                 max_dim=48, shape=None, seed=None, replay=None):
+def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], accumulate=_D["accumulate"],
+                 products=_D["products"], coeffs=_D["coeffs"], restart_at=_D["restart_at"], batched=False,
+                 required=None, properties=None, max_success=100, max_size=100, max_dim=48, shape=None, seed=None,
+                 replay=None):
     """Run nsverify's kernel properties on ``fn(G: np.ndarray, steps: int) -> np.ndarray``.
 
     fn is your Newton-Schulz: it receives a float32 C-ordered matrix (float64 when dtype="fp64";

@@ -2,6 +2,19 @@
 
 from . import _nsverify as _core
 
+#: The configuration schema of the library (nsv/config_schema.hpp): per field its default (None where
+#: the library has none) and its choices ([] for free text; coeffs also takes a file of "a b c" lines).
+CONFIG_SCHEMA = _core.config_schema()
+#: NsConfig's defaults, by keyword: those of every front end (``nsv ns``, ``config``, ``ns``).
+NS_DEFAULTS = {field: CONFIG_SCHEMA[field]["default"]
+               for field in ("kernel", "steps", "dtype", "accumulate", "products", "coeffs", "restart_at")}
+#: The checks' defaults (check_kernel, check_tp, ``nsv check``): NsConfig's, except products="full", deliberately:
+#: a check compares the user's implementation with the reference bit for bit, and PyTorch (so any torch
+#: Newton-Schulz) computes both triangles of the n x n products.
+CHECK_DEFAULTS = dict(NS_DEFAULTS, products="full")
+_BACKEND = CONFIG_SCHEMA["backend"]["default"]
+_REDUCTION_ORDER = CONFIG_SCHEMA["reduction_order"]["default"]
+
 NsConfig = _core.NsConfig
 Layout = _core.Layout
 rel_diff = _core.rel_diff
@@ -18,8 +31,16 @@ head_aligned_sizes = _core.head_aligned_sizes
 grain_sizes = _core.grain_sizes
 
 
-def config(kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="symmetric", coeffs="keller",
-           restart_at=2):
+def config_schema():
+    """The library's configuration schema: {field: {"default": ..., "choices": [...]}} for the NS knobs and the
+    backend, reduction order, fused kind, strategy and target (default None where the library has none; choices []
+    for free text; coeffs also takes a file)."""
+    return _core.config_schema()
+
+
+def config(kernel=NS_DEFAULTS["kernel"], steps=NS_DEFAULTS["steps"], dtype=NS_DEFAULTS["dtype"],
+           accumulate=NS_DEFAULTS["accumulate"], products=NS_DEFAULTS["products"], coeffs=NS_DEFAULTS["coeffs"],
+           restart_at=NS_DEFAULTS["restart_at"]):
     """The validated NsConfig of ``nsv ns``'s knobs.
 
     kernel      "standard" | "gram" (DeepSpeed's zeropower_via_newtonschulz5 / _via_gram_newtonschulz)
@@ -45,8 +66,9 @@ def restart_text(restart_at):
     return ",".join(str(s) for s in steps) if steps else "none"
 
 
-def ns(G, kernel="gram", steps=5, dtype="fp32", accumulate="fp32", products="symmetric", coeffs="keller",
-       restart_at=2, backend="cpu"):
+def ns(G, kernel=NS_DEFAULTS["kernel"], steps=NS_DEFAULTS["steps"], dtype=NS_DEFAULTS["dtype"],
+       accumulate=NS_DEFAULTS["accumulate"], products=NS_DEFAULTS["products"], coeffs=NS_DEFAULTS["coeffs"],
+       restart_at=NS_DEFAULTS["restart_at"], backend=_BACKEND):
     """Newton-Schulz of G (2-D, or a 3-D batch of independent matrices) by nsverify's reference.
 
     G: float32 or float64, any memory layout. Returns float32 (float64 for dtype="fp64") of G's shape.
@@ -83,7 +105,7 @@ def strategies():
     return _core.strategies()
 
 
-def run_strategy(G, strategy, tp, axis=0, heads=0, kv_heads=0, grain=1, target=None, reduction_order="rank",
+def run_strategy(G, strategy, tp, axis=0, heads=0, kv_heads=0, grain=1, target=None, reduction_order=_REDUCTION_ORDER,
                  **knobs):
     """Run one strategy on tp simulated ranks and compare each rank with its target.
 

@@ -4,7 +4,7 @@ import dataclasses
 
 from . import _nsverify as _core
 from ._kernel import DEFAULT_SEED
-from ._reference import config as _config
+from ._reference import CHECK_DEFAULTS as _D, config as _config
 from ._results import CheckResult, PropertyResult, _table
 
 
@@ -65,9 +65,10 @@ class TpCheckResult(CheckResult):
         return d
 
 
-def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel="gram", steps=5, dtype="fp32",
-             accumulate="fp32", products="full", coeffs="keller", restart_at=2, max_tp=8, max_dim=48,
-             max_success=100, max_size=100, diagnosis_cases=24, seed=None, replay=None):
+def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["kernel"], steps=_D["steps"],
+             dtype=_D["dtype"], accumulate=_D["accumulate"], products=_D["products"], coeffs=_D["coeffs"],
+             restart_at=_D["restart_at"], max_tp=8, max_dim=48, max_success=100, max_size=100, diagnosis_cases=24,
+             seed=None, replay=None):
     """Check ``fn(shards: list[np.ndarray], spec) -> list[np.ndarray]``, your tensor-parallel NS.
 
     fn receives the shards of a matrix exactly as AutoTP lays them out (float32, rank order; a rank

@@ -15,6 +15,7 @@ import sys
 import warnings
 
 from ._kernel import check_kernel
+from ._reference import CHECK_DEFAULTS, CONFIG_SCHEMA
 from ._tp import check_tp
 
 
@@ -42,15 +43,17 @@ def parser():
     p.add_argument("--kind", required=True, choices=["kernel", "tp"],
                    help="kernel: fn(G, steps) -> array; tp: fn(shards, spec) -> list of arrays")
     p.add_argument("--claim", default="exact", choices=["exact", "rounding", "none"], help="tp: what fn promises")
-    p.add_argument("--target", default="whole", choices=["whole", "per_head"], help="tp: the semantics promised")
+    p.add_argument("--target", default="whole", choices=CONFIG_SCHEMA["target"]["choices"], help="tp: the semantics promised")
     p.add_argument("--aspect-scale", action="store_true", help="tp: fn is a Muon update (whole-shape aspect scale)")
-    p.add_argument("--kernel", default="gram", choices=["standard", "gram"])
-    p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--dtype", default="fp32", choices=["fp64", "fp32", "bf16", "fp16"])
-    p.add_argument("--accumulate", default="fp32", choices=["fp32", "compute"])
-    p.add_argument("--products", default="full", choices=["symmetric", "full"])
-    p.add_argument("--coeffs", default="keller")
-    p.add_argument("--restart-at", default="2", help="gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (none: never)")
+    # The knobs: the checks' defaults (NsConfig's, products "full"), the schema's choices.
+    p.add_argument("--kernel", default=CHECK_DEFAULTS["kernel"], choices=CONFIG_SCHEMA["kernel"]["choices"])
+    p.add_argument("--steps", type=int, default=CHECK_DEFAULTS["steps"])
+    p.add_argument("--dtype", default=CHECK_DEFAULTS["dtype"], choices=CONFIG_SCHEMA["dtype"]["choices"])
+    p.add_argument("--accumulate", default=CHECK_DEFAULTS["accumulate"], choices=CONFIG_SCHEMA["accumulate"]["choices"])
+    p.add_argument("--products", default=CHECK_DEFAULTS["products"], choices=CONFIG_SCHEMA["products"]["choices"])
+    p.add_argument("--coeffs", default=CHECK_DEFAULTS["coeffs"])
+    p.add_argument("--restart-at", default=CHECK_DEFAULTS["restart_at"],
+                   help="gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (none: never)")
     p.add_argument("--batched", action="store_true", help="kernel: fn also takes 3-D batches")
     p.add_argument("--required", help="kernel: comma-separated property names or codes that decide the exit status")
     p.add_argument("--max-success", type=int, default=100, help="cases per property")

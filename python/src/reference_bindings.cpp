@@ -5,15 +5,16 @@
 #include <nlohmann/json.hpp>
 
 #include "arrays.hpp"
-#include "cli_common.hpp"
 #include "nsv/audit.hpp"
 #include "nsv/backend.hpp"
+#include "nsv/config_schema.hpp"
 #include "nsv/cost_model.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/render/audit.hpp"
+#include "nsv/render/comparison_json.hpp"
 #include "nsv/render/config_json.hpp"
 #include "nsv/strategies.hpp"
 
@@ -26,16 +27,8 @@ py::object to_python(const nlohmann::json& j) { return py::module_::import("json
 
 NsConfig config_of(const std::string& kernel, int steps, const std::string& dtype, const std::string& accumulate,
                    const std::string& products, const std::string& coeffs, const std::string& restart_at) {
-  // The CLI's own option struct: the same names, parsing and validation as `nsv ns`.
-  cli::NsOptions o;
-  o.kernel = kernel;
-  o.steps = steps;
-  o.dtype = dtype;
-  o.accumulate = accumulate;
-  o.products = products;
-  o.coeffs = coeffs;
-  o.restart_at = restart_at;
-  return o.config();
+  // The schema's parsing and validation, as `nsv ns`'s.
+  return ns_config_from_names({kernel, steps, dtype, accumulate, products, coeffs, restart_at});
 }
 
 py::list arrays_of(const std::vector<MatD>& ms, bool float64) {
@@ -65,11 +58,21 @@ const Backend& cpu_backend() {
   return *b;
 }
 
-#define NSV_NS_KNOBS                                                                                            \
-  py::arg("kernel") = "gram", py::arg("steps") = 5, py::arg("dtype") = "fp32", py::arg("accumulate") = "fp32", \
-      py::arg("products") = "symmetric", py::arg("coeffs") = "keller", py::arg("restart_at") = "2"
-
 void bind_config(py::module_& m) {
+  m.def(
+      "config_schema",
+      [] {
+        py::dict out;
+        for (const FieldSchema& f : config_schema()) {
+          py::dict field;
+          field["default"] = to_python(f.default_value);
+          field["choices"] = f.choices;
+          out[py::str(f.field)] = field;
+        }
+        return out;
+      },
+      "Per configuration field: its default (None where the library has none) and its choices "
+      "(empty: free text; coeffs also takes a file of 'a b c' lines).");
   py::class_<NsConfig>(m, "NsConfig", "A Newton-Schulz configuration (nsv ns's knobs), validated.")
       .def_property_readonly("kernel", [](const NsConfig& c) { return std::string(kernel_name(c.kernel)); })
       .def_property_readonly("steps", [](const NsConfig& c) { return c.steps; })
@@ -80,7 +83,10 @@ void bind_config(py::module_& m) {
       .def_property_readonly("restart_at", [](const NsConfig& c) { return c.restart_at; })
       .def("to_dict", [](const NsConfig& c) { return to_python(config_json(c)); })
       .def("__repr__", [](const NsConfig& c) { return "NsConfig(" + config_json(c).dump() + ")"; });
-  m.def("config", &config_of, NSV_NS_KNOBS, "The NsConfig of these knobs (nsv ns's flags), validated.");
+  const NsConfigNames d = ns_config_names();
+  m.def("config", &config_of, py::arg("kernel") = d.kernel, py::arg("steps") = d.steps, py::arg("dtype") = d.dtype,
+        py::arg("accumulate") = d.accumulate, py::arg("products") = d.products, py::arg("coeffs") = d.coeffs,
+        py::arg("restart_at") = d.restart_at, "The NsConfig of these knobs (nsv ns's flags), validated.");
 }
 
 void bind_ns(py::module_& m) {
@@ -97,7 +103,7 @@ void bind_ns(py::module_& m) {
         const bool wide = cfg.dtype == DType::fp64;
         return three_d ? batch_to_array(out, wide) : matrix_to_array(out.at(0), wide);
       },
-      py::arg("G"), py::arg("config"), py::arg("backend") = "cpu");
+      py::arg("G"), py::arg("config"), py::arg("backend") = std::string(name_of(kDefaultBackend)));
   m.def("ns_flops", [](const NsConfig& c, std::int64_t rows, std::int64_t cols) { return ns_flops(c, rows, cols); },
         py::arg("config"), py::arg("rows"), py::arg("cols"));
 }
@@ -169,7 +175,7 @@ void bind_strategies(py::module_& m) {
           reference = target_result(t, cpu_backend(), g, geo.head_dim, cfg);
         }
         // The comparison exactly as `nsv shard --json` writes it, plus what the ranks hold.
-        nlohmann::json j = cli::comparison_json(compare_with_target(run, reference, layout));
+        nlohmann::json j = comparison_json(compare_with_target(run, reference, layout));
         j["strategy"] = strategy_name(s);
         j["target"] = target_name(t);
         j["promise"] = promise_name(t == natural_target(s) ? promise_of(s) : Promise::none);
@@ -181,7 +187,8 @@ void bind_strategies(py::module_& m) {
         return d;
       },
       py::arg("G"), py::arg("strategy"), py::arg("tp"), py::arg("axis") = 0, py::arg("heads") = 0, py::arg("kv_heads") = 0,
-      py::arg("grain") = 1, py::arg("target") = "", py::arg("reduction_order") = "rank", py::arg("config"));
+      py::arg("grain") = 1, py::arg("target") = "", py::arg("reduction_order") = std::string(name_of(StrategyOptions{}.order)),
+      py::arg("config"));
 }
 
 void bind_metrics(py::module_& m) {
@@ -196,7 +203,7 @@ void bind_metrics(py::module_& m) {
   m.def(
       "compare_bits",
       [](const py::handle& a, const py::handle& b, const std::string& ulp_dtype) {
-        const ElementDiff d = compare_bits(matrix_from(a, "a"), matrix_from(b, "b"), parse_dtype(ulp_dtype));
+        const ElementDiff d = compare_bits(matrix_from(a, "a"), matrix_from(b, "b"), parse_named<DType>(ulp_dtype, "ulp_dtype"));
         py::dict out;
         out["identical"] = d.identical;
         out["mismatches"] = d.mismatches;

@@ -40,7 +40,7 @@ def test_fp64_output_is_float64():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: nsverify.ns(gaussian(4, 4), steps=-1), "steps must be between 0 and 1000, got -1"),
-    (lambda: nsverify.ns(gaussian(4, 4), kernel="cubic"), "unknown kernel 'cubic'"),
+    (lambda: nsverify.ns(gaussian(4, 4), kernel="cubic"), "kernel must be one of standard, gram; got 'cubic'"),
     (lambda: nsverify.ns(np.zeros((2, 2), dtype=np.int64)), "G: expected a float32 or float64 array, got dtype int64"),
     (lambda: nsverify.ns(np.zeros(3, dtype=np.float32)), "G: expected a 2-D matrix or a 3-D batch"),
     (lambda: nsverify.autotp_layout(64, 0), "tp must be at least 1, got 0"),
@@ -50,6 +50,19 @@ def test_fp64_output_is_float64():
 def test_bad_arguments_raise_value_error_with_the_cli_message(call, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call()
+
+
+def test_config_schema_defaults_are_nsconfigs_and_the_keywords():
+    schema = nsverify.config_schema()
+    cfg = nsverify.config()  # every keyword at its default
+    for field in ("kernel", "steps", "dtype", "accumulate", "products", "coeffs"):
+        assert schema[field]["default"] == getattr(cfg, field), field
+    assert schema["restart_at"]["default"] == ",".join(map(str, cfg.restart_at))
+    assert schema["kernel"]["choices"] == ["standard", "gram"]
+    assert schema["dtype"]["choices"] == ["fp64", "fp32", "bf16", "fp16"]  # aliases (float32) parse, unlisted
+    assert nsverify.config(dtype="float32").dtype == "fp32"
+    assert [s["name"] for s in nsverify.strategies()] == schema["strategy"]["choices"]
+    assert schema["target"]["default"] is None and schema["backend"]["default"] == "cpu"
 
 
 def test_autotp_layout_is_head_aligned_with_zero_width_ranks():

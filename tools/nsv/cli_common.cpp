@@ -1,7 +1,17 @@
-#include "cli_checks.hpp"
 #include "cli_common.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "cli_checks.hpp"
+#include "nsv/invalid_field.hpp"
+#include "nsv/metrics.hpp"
+#include "nsv/npy.hpp"
+#include "nsv/resources.hpp"
+#include "nsv/spectra.hpp"
 
 namespace nsv::cli {
 
@@ -12,77 +22,19 @@ std::string schedule_choices(const std::string& sep) {
 }
 
 void NsOptions::add_to(CLI::App& cmd) {
-  cmd.add_option("--kernel", kernel, "Newton-Schulz kernel: standard | gram")->check(CLI::IsMember({"standard", "gram"}))->capture_default_str();
+  cmd.add_option("--kernel", kernel, "Newton-Schulz kernel: " + choices_text<Kernel>(" | "))
+      ->check(CLI::IsMember(choices_of<Kernel>()))->capture_default_str();
   cmd.add_option("--steps", steps, "number of NS steps")->check(CLI::Range(0, 1000))->capture_default_str();
-  cmd.add_option("--dtype", dtype, "compute dtype: fp64 | fp32 | bf16 | fp16")->check(CLI::IsMember({"fp64", "fp32", "bf16", "fp16"}))->capture_default_str();
-  cmd.add_option("--accumulate", accumulate,
-                 "GEMM accumulation: fp32 (tensor cores, cuBLAS) | compute (PyTorch CPU bf16/fp16 GEMM)")
-      ->check(CLI::IsMember({"fp32", "compute"}))->capture_default_str();
-  cmd.add_option("--products", products,
-                 "n x n products: symmetric (upper triangle, mirrored; fast) | full (both triangles, PyTorch's bits)")
-      ->check(CLI::IsMember({"symmetric", "full"}))->capture_default_str();
+  cmd.add_option("--dtype", dtype, "compute dtype: " + choices_text<DType>(" | "))
+      ->check(CLI::IsMember(choices_of<DType>()))->capture_default_str();
+  cmd.add_option("--accumulate", accumulate, "GEMM accumulation: " + choices_text<Accumulate>(" | ", true))
+      ->check(CLI::IsMember(choices_of<Accumulate>()))->capture_default_str();
+  cmd.add_option("--products", products, "n x n products: " + choices_text<Products>(" | ", true))
+      ->check(CLI::IsMember(choices_of<Products>()))->capture_default_str();
   cmd.add_option("--coeffs", coeffs, "coefficient schedule: " + schedule_choices(" | ") + " | FILE of 'a b c' lines (the last triple repeats)")->capture_default_str();
   cmd.add_option("--restart-at", restart_at,
                  "gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (steps outside 1..steps-1, or none: never)")
       ->check(restart_list())->capture_default_str();
-}
-
-NsConfig NsOptions::config() const {
-  NsConfig cfg;
-  cfg.kernel = parse_kernel(kernel);
-  cfg.steps = steps;
-  cfg.dtype = parse_dtype(dtype);
-  cfg.accumulate = parse_accumulate(accumulate);
-  cfg.products = parse_products(products);
-  cfg.coeffs = resolve_schedule(coeffs);
-  cfg.restart_at = parse_restarts(restart_at);
-  cfg.validate();
-  return cfg;
-}
-
-}  // namespace nsv::cli
-
-#include <cstdio>
-#include <filesystem>
-#include <fmt/format.h>
-#include <stdexcept>
-
-#include "nsv/metrics.hpp"
-#include "nsv/npy.hpp"
-#include "nsv/resources.hpp"
-#include "nsv/spectra.hpp"
-
-namespace nsv::cli {
-
-std::pair<std::int64_t, std::int64_t> parse_shape(const std::string& s) {
-  const auto x = s.find('x');
-  const auto bad = [&] { return std::invalid_argument("bad shape '" + s + "': expected ROWSxCOLS, e.g. 512x1024"); };
-  if (x == std::string::npos) throw bad();
-  try {
-    std::size_t a = 0, b = 0;
-    const std::int64_t r = std::stoll(s.substr(0, x), &a), c = std::stoll(s.substr(x + 1), &b);
-    if (a != x || b != s.size() - x - 1 || r < 1 || c < 1 || r > 65536 || c > 65536) throw bad();
-    return {r, c};
-  } catch (const std::logic_error&) {
-    throw bad();
-  }
-}
-
-FusedKind parse_fused_option(const std::string& s) {
-  if (s == "none") return FusedKind::none;
-  if (s == "gate_up") return FusedKind::gate_up;
-  if (s.rfind("qkv:", 0) == 0 && s != "qkv:gate_up" && s != "qkv:none") {
-    try {
-      return parse_fused_kind(s.substr(4));
-    } catch (const std::invalid_argument&) {  // the message below lists the option's own spelling
-    }
-  }
-  throw std::invalid_argument("--fused " + s + ": expected none, qkv:glm, qkv:qwen, qkv:phi3, qkv:bloom, qkv:bigcode or gate_up");
-}
-
-std::string fused_option_text(FusedKind k) {
-  if (k == FusedKind::none || k == FusedKind::gate_up) return std::string(fused_kind_name(k));
-  return "qkv:" + std::string(fused_kind_name(k));
 }
 
 void MatrixSource::add_to(CLI::App& cmd) {
@@ -132,24 +84,11 @@ void refuse_output_over_inputs(const std::string& output_flag, const std::string
                                   "there would destroy the input; choose another " + output_flag);
 }
 
-std::vector<std::string> strategy_choices(bool whole_target_only) {
+std::vector<std::string> whole_target_strategies() {
   std::vector<std::string> names;
   for (const StrategyRecord& r : strategy_records())
-    if (!whole_target_only || r.target == Target::whole) names.emplace_back(r.name);
+    if (r.target == Target::whole) names.emplace_back(r.name);
   return names;
-}
-
-nlohmann::json comparison_json(const Comparison& c) {
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& r : c.ranks)
-    ranks.push_back({{"rank", r.rank}, {"rows", r.rows}, {"cols", r.cols}, {"rel_diff", r.rel_diff}, {"cosine", r.cosine},
-                     {"norm_ratio", r.norm_ratio}, {"bit_identical", r.bit_identical}, {"bytes_sent", r.traffic.bytes_sent},
-                     {"bytes_received", r.traffic.bytes_received}, {"messages", r.traffic.messages}, {"flops", r.flops},
-                     {"extra_memory_bytes", r.extra_memory}});
-  nlohmann::json coll = nlohmann::json::object();
-  for (Collective k : kAllCollectives) coll[std::string(collective_name(k))] = c.collectives[static_cast<std::size_t>(k)];
-  return {{"rel_diff_mean", c.rel_diff_mean}, {"rel_diff_max", c.rel_diff_max}, {"bit_identical", c.bit_identical},
-          {"collectives", coll}, {"ranks", ranks}};
 }
 
 void print_rank_table(const Comparison& c) {
@@ -173,6 +112,11 @@ std::string flag_of_field(const std::string& field) {
   std::string flag = "--" + field;
   std::replace(flag.begin(), flag.end(), '_', '-');
   return flag;
+}
+
+std::string error_text(const std::exception& e) {
+  if (const auto* f = dynamic_cast<const InvalidField*>(&e)) return flag_of_field(f->field()) + " " + f->requirement();
+  return e.what();
 }
 
 }  // namespace nsv::cli

@@ -2,28 +2,25 @@
 // Option parsing and output shared by subcommands.
 #include <CLI/CLI.hpp>
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <exception>
 #include <string>
 #include <vector>
 
+#include "nsv/config_schema.hpp"
 #include "nsv/kernels.hpp"
 #include "nsv/matrix.hpp"
-#include "nsv/model.hpp"
 #include "nsv/strategies.hpp"
 
 namespace nsv::cli {
 
-struct NsOptions {
-  std::string kernel = "gram";
-  int steps = 5;
-  std::string dtype = "fp32";
-  std::string accumulate = "fp32";
-  std::string products = "symmetric";
-  std::string coeffs = "keller";
-  std::string restart_at = "2";  // a restart list (restarts_text)
-
+// The NS knobs, one flag per NsConfig field: their defaults are NsConfig{}'s (or a library
+// default of the command's, AuditOptions{}.ns), their choices the schema's tables
+// (nsv/config_schema.hpp).
+struct NsOptions : NsConfigNames {
+  explicit NsOptions(const NsConfig& defaults = NsConfig{}) : NsConfigNames(ns_config_names(defaults)) {}
   void add_to(CLI::App& cmd);
-  NsConfig config() const;  // throws std::invalid_argument with a message naming the flag
+  // ns_config_from_names: throws std::invalid_argument (InvalidField naming the field at fault).
+  NsConfig config() const { return ns_config_from_names(*this); }
 };
 
 // The built-in schedule names joined by `sep` (the --coeffs help, from the record table).
@@ -50,24 +47,17 @@ void require_normalizable(const MatD&, const NsConfig&, const std::string& what)
 void refuse_output_over_inputs(const std::string& output_flag, const std::string& output,
                                const std::vector<std::pair<std::string, std::string>>& inputs);
 
-// "512x1024" -> {512, 1024}; throws std::invalid_argument saying the expected form.
-std::pair<std::int64_t, std::int64_t> parse_shape(const std::string&);
-
-// --fused's value: "none", "qkv:KIND" (a fused [Q;K;V], KIND one of glm, qwen, phi3, bloom,
-// bigcode) or "gate_up"; throws std::invalid_argument listing them. fused_option_text is its
-// inverse (the canonical spelling).
-FusedKind parse_fused_option(const std::string&);
-std::string fused_option_text(FusedKind);
-
-// Strategy names in record-table order, for CLI::IsMember. `whole_target_only`: only those whose
-// target is the whole matrix (what can stand in for per_head where it does not apply).
-std::vector<std::string> strategy_choices(bool whole_target_only = false);
+// The strategies whose target is the whole matrix, in record-table order, for CLI::IsMember
+// (what can stand in for per_head where it does not apply).
+std::vector<std::string> whole_target_strategies();
 
 // The command-line flag that sets a library field (nsv::InvalidField::field): `tp` -> `--tp`,
 // `latency_us` -> `--latency-us`.
 std::string flag_of_field(const std::string& field);
+// An error as nsv words it: an InvalidField as its field's flag and the requirement ("--tp must be
+// at least 1, got 0"), anything else as what() says.
+std::string error_text(const std::exception&);
 
-nlohmann::json comparison_json(const Comparison&);
 void print_rank_table(const Comparison&);
 
 }  // namespace nsv::cli

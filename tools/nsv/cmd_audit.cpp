@@ -10,20 +10,27 @@
 #include "commands.hpp"
 #include "nsv/audit.hpp"
 #include "nsv/backend.hpp"
+#include "nsv/config_schema.hpp"
+#include "nsv/engine/progress.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/render/audit.hpp"
-#include "progress.hpp"
 
 namespace nsv::cli {
 namespace {
 
+// Every flag's default is the library's (DeepSpeed's gram NS in fp16 on a GPU, SPEC §1.5).
+const AuditOptions& library_defaults() {
+  static const AuditOptions defaults;
+  return defaults;
+}
+
 struct AuditCommand {
-  NsOptions ns;
-  std::string config, backend = "cpu";
-  int tp = 8;
-  std::int64_t grain = 1, measure_max_elements = std::int64_t{1} << 21;
-  std::uint64_t seed = 0;
-  CostParams cost;
+  NsOptions ns{library_defaults().ns};
+  std::string config, backend = std::string(name_of(kDefaultBackend));
+  int tp = library_defaults().tp;
+  std::int64_t grain = library_defaults().grain, measure_max_elements = library_defaults().measure_max_elements;
+  std::uint64_t seed = library_defaults().seed;
+  CostParams cost = library_defaults().cost;
   bool measure = false, json = false, markdown = false, per_rank = false, quiet = false;
 
   void run() const {
@@ -36,12 +43,12 @@ struct AuditCommand {
     o.measure = measure;
     o.measure_max_elements = measure_max_elements;
     o.seed = seed;
-    std::unique_ptr<Backend> engine;
-    std::unique_ptr<Progress> progress;
+    std::unique_ptr<Backend> measuring;
+    std::unique_ptr<engine::Progress> progress;
     if (measure) {
-      engine = make_backend(backend);
-      o.backend = engine.get();
-      progress = std::make_unique<Progress>("measuring shard divergence", model.layer_params().size(), !quiet);
+      measuring = make_backend(backend);
+      o.backend = measuring.get();
+      progress = std::make_unique<engine::Progress>("measuring shard divergence", model.layer_params().size(), !quiet);
       o.on_measured = [&progress] { progress->advance(); };
     }
     const AuditResult a = run_audit(model, o);
@@ -68,7 +75,6 @@ void add_audit_command(CLI::App& app) {
   cmd->add_option("--tp", st->tp, "tensor-parallel degree")->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule (MLP matrices): 1 training, 64 inference")
       ->check(integer_in(1, kMaxCount))->capture_default_str();
-  st->ns.dtype = "fp16";  // DeepSpeed's gram NS on a GPU (SPEC §1.5)
   st->ns.add_to(*cmd);
   cmd->add_option("--latency-us", st->cost.latency_us, "alpha: latency per message, microseconds (assumed NCCL intra-node order)")
       ->check(finite_in(0, 1e9))->capture_default_str();

@@ -7,10 +7,10 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "diagnose_render.hpp"
 #include "nsv/diagnose.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/render/diagnosis.hpp"
 #include "nsv/run_dump.hpp"
 
 namespace nsv::cli {

@@ -10,6 +10,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "nsv/backend.hpp"
+#include "nsv/config_schema.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/render/config_json.hpp"
@@ -19,7 +20,7 @@ namespace {
 
 struct NsCommand {
   NsOptions ns;
-  std::string input, output, backend = "cpu";
+  std::string input, output, backend = std::string(name_of(kDefaultBackend));
   int repeat = 1;
   bool json = false, allow_non_finite = false;
 
@@ -85,7 +86,7 @@ void add_ns_command(CLI::App& app) {
   cmd->add_option("--input", cmd_state->input, "input matrix, .npy float32/float64 C order")->required()->check(CLI::ExistingFile);
   cmd->add_option("--output", cmd_state->output, "write the result here (.npy; float64 for --dtype fp64, else float32)");
   cmd->add_option("--repeat", cmd_state->repeat, "run R times, report the median time")->check(CLI::Range(1, 100000))->capture_default_str();
-  cmd->add_option("--backend", cmd_state->backend, "cpu | cuda | cuda-tf32 (TF32 GEMMs) | cuda-batched (strided-batched GEMMs)")->capture_default_str();
+  cmd->add_option("--backend", cmd_state->backend, choices_text<BackendChoice>(" | ", true))->capture_default_str();
   cmd->add_flag("--json", cmd_state->json, "machine-readable summary on stdout");
   cmd->add_flag("--allow-non-finite", cmd_state->allow_non_finite,
                 "write the result and exit 0 even when it holds NaN or Inf (studies of blow-ups); by default that is an error");

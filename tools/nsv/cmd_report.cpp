@@ -1,7 +1,7 @@
 // nsv report: the default job. Runs the standard sweeps, the seed tables, the real-gradient Muon
 // step, the reduction-order amplification study and the audits of the bundled model configs;
 // writes their CSV/JSON into the output folder with report.json (every statistic the README
-// cites, report_stats.hpp), then draws the figures (tools/plot_report.py) and renders README.md
+// cites, nsv/engine/report_stats.hpp), then draws the figures (tools/plot_report.py) and renders README.md
 // from report.json (tools/report/render_report.py, Jinja2 templates). No prose is written here.
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -19,17 +19,18 @@
 #include <stdexcept>
 
 #include "cli_checks.hpp"
+#include "cli_common.hpp"
 #include "commands.hpp"
+#include "nsv/engine/report_audits.hpp"
+#include "nsv/engine/report_diagnosis.hpp"
+#include "nsv/engine/report_plan.hpp"
+#include "nsv/engine/report_schedules.hpp"
+#include "nsv/engine/report_sections.hpp"
+#include "nsv/engine/report_stats.hpp"
+#include "nsv/engine/report_training.hpp"
 #include "nsv/input_file.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/strategy.hpp"
-#include "report_audits.hpp"
-#include "report_diagnosis.hpp"
-#include "report_plan.hpp"
-#include "report_schedules.hpp"
-#include "report_sections.hpp"
-#include "report_stats.hpp"
-#include "report_training.hpp"
 
 namespace nsv::cli {
 namespace fs = std::filesystem;
@@ -122,50 +123,52 @@ struct ReportCommand {
     if (!quiet) std::fprintf(stderr, "nsv report: %s done in %.1f s\n", what.c_str(), s);
   }
 
-  SectionOptions section_options() const { return {out_dir, resume, !quiet, threads}; }
+  engine::SectionOptions section_options() const { return {out_dir, resume, !quiet, threads}; }
 
   // The sections --only can rerun on their own: the report.json object each writes, and how.
   // gram_stress reruns Dao-AILab's stress test (minutes) before the Gram stability section, which
   // reads its CSV.
   struct PartialSection {
     std::string key;
-    std::function<json(const ReportCommand&, const ReportPlan&)> run;
+    std::function<json(const ReportCommand&, const engine::ReportPlan&)> run;
   };
   // report.json's statistics of the four sweeps.
-  static json sweep_statistics(const ReportPlan& plan, const SweepOutcome& main, const SweepOutcome& seed,
-                               const SweepOutcome& aspect, const SweepOutcome& spectrum) {
-    return {{"seed_tables", seed_table_stats(seed.rows)},
-            {"strategy_checks", strategy_check_stats(main.rows, main.skipped)},
-            {"divergence", divergence_stats(plan, main.rows, aspect.rows, spectrum.rows)},
-            {"communication", communication_stats(main.rows)}};
+  static json sweep_statistics(const engine::ReportPlan& plan, const engine::SweepOutcome& main, const engine::SweepOutcome& seed,
+                               const engine::SweepOutcome& aspect, const engine::SweepOutcome& spectrum) {
+    return {{"seed_tables", engine::seed_table_stats(seed.rows)},
+            {"strategy_checks", engine::strategy_check_stats(main.rows, main.skipped)},
+            {"divergence", engine::divergence_stats(plan, main.rows, aspect.rows, spectrum.rows)},
+            {"communication", engine::communication_stats(main.rows)}};
   }
 
   // A section with an empty key writes several of report.json's keys: its result's.
   static const std::map<std::string, PartialSection>& partial_sections() {
     static const std::map<std::string, PartialSection> sections = {
         // the sweeps' statistics from their CSVs in --out-dir (resumed: only missing cases run)
-        {"sweeps", {"", [](const ReportCommand& c, const ReportPlan& p) {
-                      SectionOptions o = c.section_options();
+        {"sweeps", {"", [](const ReportCommand& c, const engine::ReportPlan& p) {
+                      engine::SectionOptions o = c.section_options();
                       o.resume = true;
-                      return sweep_statistics(p, run_report_sweep(p.main, "sweep", o), run_report_sweep(p.seed, "seed_sweep", o),
-                                              run_report_sweep(p.aspect, "aspect_sweep", o),
-                                              run_report_sweep(p.spectrum, "spectrum_sweep", o));
+                      return sweep_statistics(p, engine::run_report_sweep(p.main, "sweep", o), engine::run_report_sweep(p.seed, "seed_sweep", o),
+                                              engine::run_report_sweep(p.aspect, "aspect_sweep", o),
+                                              engine::run_report_sweep(p.spectrum, "spectrum_sweep", o));
                     }}},
-        {"audits", {"audits", [](const ReportCommand& c, const ReportPlan& p) { return run_report_audits(c.models, p.audit_tps, c.out_dir); }}},
-        {"diagnosis", {"diagnosis", [](const ReportCommand& c, const ReportPlan&) {
-                         return run_report_diagnosis(c.runs, (fs::path(c.models) / "tiny-llama.json").string(), c.out_dir);
+        {"audits", {"audits", [](const ReportCommand& c, const engine::ReportPlan& p) {
+                      return engine::run_report_audits(c.models, p.audit_tps, c.out_dir, error_text);
+                    }}},
+        {"diagnosis", {"diagnosis", [](const ReportCommand& c, const engine::ReportPlan&) {
+                         return engine::run_report_diagnosis(c.runs, (fs::path(c.models) / "tiny-llama.json").string(), c.out_dir);
                        }}},
-        {"step", {"step", [](const ReportCommand& c, const ReportPlan& p) {
-                    return step_stats(run_report_steps(p, c.grads, c.section_options()), c.grads);
+        {"step", {"step", [](const ReportCommand& c, const engine::ReportPlan& p) {
+                    return engine::step_stats(engine::run_report_steps(p, c.grads, c.section_options()), c.grads);
                   }}},
-        {"schedules", {"schedules", [](const ReportCommand& c, const ReportPlan& p) { return run_report_schedules(p.schedules, c.section_options()); }}},
-        {"gram_stability", {"gram_stability", [](const ReportCommand& c, const ReportPlan& p) { return run_report_gram_stability(p, c.section_options()); }}},
-        {"training", {"training", [](const ReportCommand& c, const ReportPlan& p) {
-                        return training_stats(run_report_training(p, c.training, c.section_options()));
+        {"schedules", {"schedules", [](const ReportCommand& c, const engine::ReportPlan& p) { return engine::run_report_schedules(p.schedules, c.section_options()); }}},
+        {"gram_stability", {"gram_stability", [](const ReportCommand& c, const engine::ReportPlan& p) { return engine::run_report_gram_stability(p, c.section_options()); }}},
+        {"training", {"training", [](const ReportCommand& c, const engine::ReportPlan& p) {
+                        return engine::training_stats(engine::run_report_training(p, c.training, c.section_options()));
                       }}},
-        {"gram_stress", {"gram_stability", [](const ReportCommand& c, const ReportPlan& p) {
-                           run_report_gram_stress(p, c.section_options());
-                           return run_report_gram_stability(p, c.section_options());
+        {"gram_stress", {"gram_stability", [](const ReportCommand& c, const engine::ReportPlan& p) {
+                           engine::run_report_gram_stress(p, c.section_options());
+                           return engine::run_report_gram_stability(p, c.section_options());
                          }}},
     };
     return sections;
@@ -176,14 +179,14 @@ struct ReportCommand {
   void run_only() {
     const std::string path = (fs::path(out_dir) / "report.json").string();
     report = json::parse(read_input_file(path, "report"));
-    const ReportPlan plan = make_report_plan(quick);
+    const engine::ReportPlan plan = engine::make_report_plan(quick);
     const auto t0 = Clock::now();
     const PartialSection& section = partial_sections().at(only);
     if (section.key.empty())
       report.update(section.run(*this, plan));
     else
       report[section.key] = section.run(*this, plan);
-    report["plan"] = plan_json(plan);
+    report["plan"] = engine::plan_json(plan);
     section_time(only + " (--only)", t0);
     write_report_json();
     report["run"]["plot_note"] = run_plots();
@@ -196,29 +199,29 @@ struct ReportCommand {
     if (audits_only && !only.empty()) throw std::invalid_argument("give either --audits-only or --only, not both");
     if (audits_only) only = "audits";
     if (print_plan) {
-      std::printf("%s\n", plan_json(make_report_plan(quick)).dump(1).c_str());
+      std::printf("%s\n", engine::plan_json(engine::make_report_plan(quick)).dump(1).c_str());
       return;
     }
     if (!only.empty()) return run_only();
-    const ReportPlan plan = make_report_plan(quick);
+    const engine::ReportPlan plan = engine::make_report_plan(quick);
     // Check every input before writing anything.
-    for (const SweepSpec* s : {&plan.main, &plan.seed, &plan.aspect, &plan.spectrum}) plan_sweep(*s);
+    for (const engine::SweepSpec* s : {&plan.main, &plan.seed, &plan.aspect, &plan.spectrum}) engine::plan_sweep(*s);
     fs::create_directories(out_dir);
     if (!fs::is_directory(out_dir)) throw std::invalid_argument("--out-dir " + out_dir + " is not a folder");
-    const SectionOptions o = section_options();
+    const engine::SectionOptions o = section_options();
     report = {{"schema", "nsv.report/1"}, {"run", {{"timings", json::array()}}}, {"strategies", strategy_table()},
-              {"plan", plan_json(plan)}};
+              {"plan", engine::plan_json(plan)}};
 
     auto t0 = Clock::now();
-    const SweepOutcome main = run_report_sweep(plan.main, "sweep", o);
+    const engine::SweepOutcome main = engine::run_report_sweep(plan.main, "sweep", o);
     section_time(fmt::format("main sweep ({} cases)", main.rows.size()), t0);
     t0 = Clock::now();
-    const SweepOutcome seed = run_report_sweep(plan.seed, "seed_sweep", o);
-    const SweepOutcome aspect = run_report_sweep(plan.aspect, "aspect_sweep", o);
-    const SweepOutcome spectrum = run_report_sweep(plan.spectrum, "spectrum_sweep", o);
+    const engine::SweepOutcome seed = engine::run_report_sweep(plan.seed, "seed_sweep", o);
+    const engine::SweepOutcome aspect = engine::run_report_sweep(plan.aspect, "aspect_sweep", o);
+    const engine::SweepOutcome spectrum = engine::run_report_sweep(plan.spectrum, "spectrum_sweep", o);
     section_time(fmt::format("seed, aspect and spectrum sweeps ({} cases)", seed.rows.size() + aspect.rows.size() + spectrum.rows.size()), t0);
     t0 = Clock::now();
-    const auto amp = run_report_amplification(plan.amp, o);
+    const auto amp = engine::run_report_amplification(plan.amp, o);
     section_time("reduction-order amplification study", t0);
     t0 = Clock::now();
     report["gram_stability"] = partial_sections().at("gram_stability").run(*this, plan);
@@ -240,7 +243,7 @@ struct ReportCommand {
     section_time("gradients from training", t0);
 
     report.update(sweep_statistics(plan, main, seed, aspect, spectrum));
-    report["amplification"] = amplification_stats(plan.amp, amp);
+    report["amplification"] = engine::amplification_stats(plan.amp, amp);
     report["run"].update({{"command", user_command()}, {"quick", quick}, {"threads", main.threads}});
     report["run"].update(provenance(out_dir));
     write_report_json();  // the figures read the strategy table from it

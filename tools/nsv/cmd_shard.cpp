@@ -8,13 +8,15 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "nsv/backend.hpp"
+#include "nsv/config_schema.hpp"
+#include "nsv/engine/shard_on_mpi.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
+#include "nsv/render/comparison_json.hpp"
 #include "nsv/render/config_json.hpp"
 #include "nsv/spectra.hpp"
 #include "nsv/strategies.hpp"
-#include "shard_on_mpi.hpp"
 
 namespace nsv::cli {
 namespace {
@@ -24,7 +26,8 @@ struct ShardCommand {
   MatrixSource source;
   int tp = 2, axis = 0;
   std::int64_t heads = 0, kv_heads = 0, grain = 1;
-  std::string strategy = "shard", target, order = "rank", backend = "cpu", fused = "none", comm = "sim",
+  std::string strategy = "shard", target, order = std::string(name_of(StrategyOptions{}.order)),
+              backend = std::string(name_of(kDefaultBackend)), fused = std::string(name_of(FusedKind::none)), comm = "sim",
               mpi_reduction = "fixed";
   bool json = false;
 
@@ -32,25 +35,25 @@ struct ShardCommand {
     const NsConfig cfg = ns.config();
     const MatD g = source.load();
     require_normalizable(g, cfg, source.describe());  // every shard's norm is at most the whole's
-    const Strategy s = parse_strategy(strategy);
-    const Target t = target.empty() ? natural_target(s) : parse_target(target);
-    const FusedKind kind = parse_fused_option(fused);
+    const Strategy s = parse_named<Strategy>(strategy);
+    const Target t = target.empty() ? natural_target(s) : parse_named<Target>(target);
+    const FusedKind kind = parse_named<FusedKind>(fused);
     const AutoTpSplit split = autotp_split(kind, axis, axis == 0 ? g.rows() : g.cols(), tp, heads, kv_heads, grain);
     const HeadGeometry& geo = split.per_head;
     const Layout& layout = split.layout;
-    const auto engine = make_backend(backend);
+    const auto computing = make_backend(backend);
     const ShardedMatrix m = shard_matrix(g, layout, axis == 0 ? geo.head_dim : 0);
-    const StrategyOptions opt{parse_reduction_order(order), DType::fp32};
+    const StrategyOptions opt{parse_named<ReductionOrder>(order), DType::fp32};
     Comparison c;
     nlohmann::json j;
     if (comm == "mpi") {
-      const auto on_mpi = run_shard_on_mpi(s, *engine, g, layout, m.head_dim, cfg, opt, mpi_reduction, t);
+      const auto on_mpi = engine::run_shard_on_mpi(s, *computing, g, layout, m.head_dim, cfg, opt, mpi_reduction, t);
       if (!on_mpi) return;  // world rank 0 prints
       c = on_mpi->comparison;
       j = comparison_json(c);
       j["mpi"] = {{"reduction", mpi_reduction}, {"groups", on_mpi->groups}, {"handed", on_mpi->handed}};
     } else {
-      c = compare_with_target(run_strategy(s, *engine, m, cfg, opt), target_result(t, *engine, g, geo.head_dim, cfg), layout);
+      c = compare_with_target(run_strategy(s, *computing, m, cfg, opt), target_result(t, *computing, g, geo.head_dim, cfg), layout);
       j = comparison_json(c);
     }
     j["comm"] = comm;
@@ -64,7 +67,7 @@ struct ShardCommand {
     j["kv_heads"] = geo.kv_groups;
     j["head_dim"] = geo.head_dim;
     j["grain"] = grain;
-    j["fused"] = fused_option_text(kind);
+    j["fused"] = name_of(kind);
     j["shard_sizes"] = layout.widths();
     j["reduction_order"] = order;
     j["config"] = config_json(cfg);
@@ -100,18 +103,18 @@ void add_shard_command(CLI::App& app) {
                   "qkv:bigcode ([Q;K;V] of --heads query and --kv-heads KV heads) | gate_up ([gate;up])")
       ->capture_default_str();
   cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule: 1 training, 64 inference")->check(integer_in(1, kMaxCount))->capture_default_str();
-  cmd->add_option("--strategy", st->strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
-  cmd->add_option("--target", st->target, "compare against: whole | per_head (default: the strategy's own semantics)")
-      ->check(CLI::IsMember({"whole", "per_head"}));
-  cmd->add_option("--reduction-order", st->order, "all-reduce order: rank | reverse | ring | tree | ompi_ring (Open MPI's ring)")
-      ->check(CLI::IsMember(reduction_order_names()))->capture_default_str();
+  cmd->add_option("--strategy", st->strategy, choices_text<Strategy>(" | "))->check(CLI::IsMember(choices_of<Strategy>()))->capture_default_str();
+  cmd->add_option("--target", st->target, "compare against: " + choices_text<Target>(" | ") + " (default: the strategy's own semantics)")
+      ->check(CLI::IsMember(choices_of<Target>()));
+  cmd->add_option("--reduction-order", st->order, "all-reduce order: " + choices_text<ReductionOrder>(" | ", true))
+      ->check(CLI::IsMember(choices_of<ReductionOrder>()))->capture_default_str();
   cmd->add_option("--comm", st->comm,
                   "ranks: sim (simulated in this process) | mpi (one per MPI process: mpirun -np TP nsv shard --comm mpi ...)")
       ->check(CLI::IsMember({"sim", "mpi"}))->capture_default_str();
   cmd->add_option("--mpi-reduction", st->mpi_reduction,
                   "with --comm mpi: fixed (--reduction-order reproduced exactly) | native (MPI_Allreduce's own order)")
       ->check(CLI::IsMember({"fixed", "native"}))->capture_default_str();
-  cmd->add_option("--backend", st->backend, "cpu | cuda | cuda-tf32 (TF32 GEMMs) | cuda-batched (strided-batched GEMMs)")->capture_default_str();
+  cmd->add_option("--backend", st->backend, choices_text<BackendChoice>(" | ", true))->capture_default_str();
   cmd->add_flag("--json", st->json, "machine-readable output (stable schema, see README)");
   cmd->callback([st] { st->run(); });
 }

@@ -10,14 +10,15 @@
 #include "cli_checks.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "step_engine.hpp"
+#include "nsv/config_schema.hpp"
+#include "nsv/engine/step_engine.hpp"
 
 namespace nsv::cli {
 namespace {
 
 struct StepCommand {
   NsOptions ns;
-  StepSpec spec;
+  engine::StepSpec spec;
   std::string grads, scale_from = "local";
   bool generate = false, no_nesterov = false, json = false;
   double lr = 0.05, momentum = 0.95, weight_decay = 0.0;
@@ -37,7 +38,7 @@ struct StepCommand {
     spec.muon.nesterov = !no_nesterov;
     spec.muon.weight_decay = weight_decay;
     spec.muon.scale_from = parse_scale_from(scale_from);
-    const StepOutcome out = run_step(spec);
+    const engine::StepOutcome out = engine::run_step(spec);
     if (json) {
       std::printf("%s\n", out.to_json(spec).dump(2).c_str());
       return;
@@ -71,11 +72,11 @@ struct StepCommand {
     }
     std::printf("\nseed (DeepSpeed, full step with ZeRO-1 clipping, real Llama, tp=2): q_proj rel_diff %.2f  cosine %.3f  "
                 "|dw| %.4f vs %.4f (%+.0f%%)\n",
-                SeedStepFigures::rel_diff, SeedStepFigures::cosine, SeedStepFigures::norm_1, SeedStepFigures::norm_2,
-                (SeedStepFigures::norm_2 / SeedStepFigures::norm_1 - 1) * 100);
+                engine::SeedStepFigures::rel_diff, engine::SeedStepFigures::cosine, engine::SeedStepFigures::norm_1, engine::SeedStepFigures::norm_2,
+                (engine::SeedStepFigures::norm_2 / engine::SeedStepFigures::norm_1 - 1) * 100);
     std::printf("minimal PyTorch Llama, NS update alone (SPEC 5): q_proj rel_diff ~%.2f  cosine ~%.2f. The gradient, "
                 "the clipping and lr set the norms, so compare the rel_diff/cosine/ratio, not |dw|.\n",
-                SeedStepFigures::torch_rel_diff, SeedStepFigures::torch_cosine);
+                engine::SeedStepFigures::torch_rel_diff, engine::SeedStepFigures::torch_cosine);
   }
 };
 
@@ -98,11 +99,11 @@ void add_step_command(CLI::App& app) {
   cmd->add_option("--intermediate", st->spec.dims.intermediate, "generated: MLP intermediate size")->check(integer_in(1, kMaxCount))->capture_default_str();
   cmd->add_option("--tp", st->spec.tp, "tensor-parallel degree N compared with tp=1")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--steps-k", st->spec.steps_k, "Muon steps (momentum carried), one gradient folder each")->check(CLI::Range(1, 1000))->capture_default_str();
-  cmd->add_option("--strategy", st->spec.strategy, strategy_names(" | "))->check(CLI::IsMember(strategy_choices()))->capture_default_str();
+  cmd->add_option("--strategy", st->spec.strategy, choices_text<Strategy>(" | "))->check(CLI::IsMember(choices_of<Strategy>()))->capture_default_str();
   cmd->add_option("--fallback", st->spec.fallback, "strategy for matrices per_head does not apply to (o_proj, MLP)")
-      ->check(CLI::IsMember(strategy_choices(true)))->capture_default_str();
-  cmd->add_option("--reduction-order", st->spec.order, "all-reduce order: rank | reverse | ring | tree | ompi_ring (Open MPI's ring)")
-      ->check(CLI::IsMember(reduction_order_names()))->capture_default_str();
+      ->check(CLI::IsMember(whole_target_strategies()))->capture_default_str();
+  cmd->add_option("--reduction-order", st->spec.order, "all-reduce order: " + choices_text<ReductionOrder>(" | ", true))
+      ->check(CLI::IsMember(choices_of<ReductionOrder>()))->capture_default_str();
   cmd->add_option("--scale-from", st->scale_from, "sqrt(rows/cols) scale from the local shard (DeepSpeed today) or the global shape")
       ->check(CLI::IsMember({"local", "global"}))->capture_default_str();
   cmd->add_option("--lr", st->lr, "learning rate")->check(finite_in(0, 1e6))->capture_default_str();

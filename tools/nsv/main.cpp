@@ -4,7 +4,6 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "nsv/invalid_field.hpp"
 
 namespace {
 
@@ -40,11 +39,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  } catch (const nsv::InvalidField& e) {
-    std::fprintf(stderr, "nsv: error: %s %s\n", nsv::cli::flag_of_field(e.field()).c_str(), e.requirement().c_str());
-    return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "nsv: error: %s\n", e.what());
+    std::fprintf(stderr, "nsv: error: %s\n", nsv::cli::error_text(e).c_str());
     return 1;
   }
   return 0;

@@ -6,7 +6,7 @@
 // experts also expert parallelism, optionally the measured divergence of today's `shard` path
 // (proxy_measurement.hpp), and the cheapest exact strategy; then whole-model totals per optimizer
 // step (x num_hidden_layers), a recommendation and notes, all as data. The words, tables and the
-// JSON (schema nsv.audit/1) are rendered outside the library (tools/render: nsv/render/audit.hpp).
+// JSON (schema nsv.audit/1) are rendered outside the library (render/: nsv/render/audit.hpp).
 //
 // Sources: audit.cpp (run_audit), audit_strategy.cpp (one matrix), audit_totals.cpp (plans over
 // a step), audit_findings.cpp (recommendation and notes), proxy_measurement.cpp.

@@ -47,12 +47,9 @@ enum class FusedKind {
   bigcode,  // [Q;K;V] with one KV head: Q split, K and V replicated on every rank
   gate_up,  // [gate;up]: each half split by the grain rule, a rank's halves re-concatenated
 };
+// "none" | "glm" | "phi3" | "bloom" | "bigcode" | "gate_up" (the audit's words). As a user names
+// them (none, qkv:glm, qkv:qwen, ..., gate_up): the schema's table (nsv/config_schema.hpp).
 std::string_view fused_kind_name(FusedKind);
-// "glm" | "qwen" (the same rule) | "phi3" | "bloom" | "bigcode" | "gate_up"; throws
-// std::invalid_argument listing them.
-FusedKind parse_fused_kind(std::string_view);
-// Every fused kind's name, joined by `separator` (messages, --help).
-std::string fused_kind_names(std::string_view separator = ", ");
 
 // A sub-matrix of a fused projection: its rows along dim 0, in storage order.
 struct SubMatrix {
