@@ -1,8 +1,8 @@
 #pragma once
 // K2's premise: when scaling a matrix by a power of two is exact for the kernel's normalization,
-// so that NS(2^k G) and NS(G) must be bit-identical; and K8's cases of extreme magnitudes. Shared
-// by the kernel properties of the reference (kernel_exact.cpp) and of a user's kernel
-// (python/src/kernel_properties.cpp).
+// so that NS(2^k G) and NS(G) must be bit-identical; and K8's cases of extreme magnitudes. Used by
+// the kernel catalogue (checks/kernel_catalogue.cpp), which runs them on every implementation
+// under test.
 #include <cmath>
 #include <limits>
 

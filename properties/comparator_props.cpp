@@ -33,6 +33,8 @@ double one_ulp_further(DType d, double v) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(kernel_properties)
+
 BOOST_AUTO_TEST_SUITE(exact_comparator)
 
 // Negative control for every RC_ASSERT_BIT_IDENTICAL [exact]: one element moved by one ULP of
@@ -67,6 +69,8 @@ NSV_PROPERTY(bit_identity_comparator_detects_a_single_ulp_change, ()) {
   }
   RC_ASSERT(failed);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 

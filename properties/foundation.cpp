@@ -140,6 +140,8 @@ void expect_refused(const fs::path& p, const std::string& phrase) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(foundation)
+
 BOOST_AUTO_TEST_SUITE(rounding)
 
 // [exact] Rounding a float to bf16 / fp16 (Eigen's conversions, used by every kernel) equals the
@@ -608,6 +610,8 @@ NSV_PROPERTY(matrices_have_their_spectrum, ()) {
     default: break;
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 

@@ -89,6 +89,8 @@ bool is_zero(const MatD& m) { return (m.array() == 0.0).all(); }
 
 BOOST_AUTO_TEST_SUITE(golden_deepspeed)
 
+BOOST_AUTO_TEST_SUITE(golden_deepspeed)
+
 // [bounded] fp32 ns and per_head cases, with both ways of computing the n x n products:
 // DeepSpeed's distance to the float64 map is within the tolerance row golden_fp32 (2 x our own
 // fp32 distance); zero inputs give exact zeros. products=full computes what PyTorch computes, so
@@ -197,6 +199,8 @@ BOOST_AUTO_TEST_CASE(muon_update_fixtures_are_present) {
   BOOST_TEST_MESSAGE(files << " muon_update fixture files present (tested by the Muon-step properties)");
   BOOST_CHECK_GT(files, 0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 

@@ -84,6 +84,8 @@ StepCheck check_case(const nlohmann::json& c, const MuonConfig& cfg, std::int64_
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(golden_deepspeed)
+
 BOOST_AUTO_TEST_SUITE(golden_deepspeed_steps)
 
 BOOST_AUTO_TEST_CASE(muon_steps_with_weight_decay_and_head_blocks_match_deepspeed) {
@@ -111,6 +113,8 @@ BOOST_AUTO_TEST_CASE(negative_control_without_weight_decay_or_head_scale_the_ste
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 

@@ -1,8 +1,10 @@
-// The Boost.Test module of one property executable, and the summary printed at its end.
-// NSV_TEST_MODULE (a compile definition) names the executable's master suite.
-#define BOOST_TEST_MODULE NSV_TEST_MODULE
+// The Boost.Test module of every property executable (compiled once: nsv_property_harness), and
+// the summary printed at the end of a run, named by the executable and the test units it ran.
+#define BOOST_TEST_MODULE nsverify_properties
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
 #include <iostream>
+#include <string>
 
 #include "check.hpp"
 
@@ -15,12 +17,21 @@ Tally& tally() {
 
 namespace {
 
+// "executable --run_test=units" of this run (ctest runs one group of an executable's suites).
+std::string run_name() {
+  const auto& master = boost::unit_test::framework::master_test_suite();
+  std::string name = master.argc > 0 ? std::filesystem::path(master.argv[0]).filename().string() : "properties";
+  for (int i = 1; i < master.argc; ++i)
+    if (std::string(master.argv[i]).rfind("--run_test=", 0) == 0) name += std::string(" ") + master.argv[i];
+  return name;
+}
+
 // Prints how much was checked, so that a green run says what it covered.
 struct Summary {
   Summary() = default;
   ~Summary() {
     const Tally& t = tally();
-    std::cout << "\n[nsverify] " << boost::unit_test::framework::master_test_suite().p_name.get() << ": "
+    std::cout << "\n[nsverify] " << run_name() << ": "
               << t.properties << " properties passed, " << t.cases << " generated cases; " << t.quantified
               << " quantified measurements reported\n";
     for (const auto& [name, ratio] : t.worst_ratio)

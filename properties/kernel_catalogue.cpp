@@ -40,6 +40,8 @@ const CatalogueRegistration registration;
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(kernel_properties)
+
 BOOST_AUTO_TEST_CASE(catalogue_coverage_on_the_reference) {
   int applicable = 0;
   for (const checks::KernelProperty& p : checks::kernel_properties()) {
@@ -49,5 +51,7 @@ BOOST_AUTO_TEST_CASE(catalogue_coverage_on_the_reference) {
   }
   BOOST_TEST(applicable > 0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace nsv::props

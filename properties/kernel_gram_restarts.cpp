@@ -70,6 +70,8 @@ ClassCount run_class(const Gen& gen, const NsConfig& cfg, std::uint64_t seed0) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(kernel_properties)
+
 BOOST_AUTO_TEST_SUITE(gram_restart_claims)
 
 // [quantified, must show] DeepSpeed's first failing configuration, as a claim about its class:
@@ -173,6 +175,8 @@ NSV_PROPERTY(gram_loop_outputs_stay_inside_the_restart_band, ()) {
   if (std::isfinite(band.top)) record_ratio(top, band.top);
   RC_ASSERT(top <= band.top);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 

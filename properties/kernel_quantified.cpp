@@ -49,6 +49,8 @@ MatD permute_cols(const MatD& g, const std::vector<Eigen::Index>& p) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(kernel_properties)
+
 BOOST_AUTO_TEST_SUITE(quantified_kernel_claims)
 
 // Negative control for K1 [quantified]: on square matrices NS(G^T) and NS(G)^T are different
@@ -257,6 +259,8 @@ BOOST_AUTO_TEST_CASE(gram_loop_diverges_on_rank_deficient_inputs_in_16_bit_dtype
         if (k == Kernel::gram && noise >= 10) BOOST_CHECK_GT(2 * diverging, n);
       }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 

@@ -9,6 +9,8 @@
 
 namespace nsv::props {
 
+BOOST_AUTO_TEST_SUITE(foundation)
+
 BOOST_AUTO_TEST_SUITE(stable_and_effective_rank)
 
 // A matrix c U V^T with k orthonormal columns in U and V has k singular values equal to c and the
@@ -84,6 +86,8 @@ NSV_PROPERTY(rank_measures_count_k_equal_singular_values_as_k, ()) {
 BOOST_AUTO_TEST_CASE(a_zero_matrix_has_no_rank_measure) {
   BOOST_CHECK_THROW(rank_measures(MatD::Zero(3, 4)), std::invalid_argument);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 

@@ -200,6 +200,8 @@ bool same_bits(const Coeffs& x, const Coeffs& y) { return x.a == y.a && x.b == y
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(schedule_sources)
+
 BOOST_AUTO_TEST_CASE(the_fixture_holds_every_set_and_the_mode_rule) {
   const Source& s = source();
   BOOST_TEST_MESSAGE("Emerging-Optimizers ships " << s.sets.size() << " sets");
@@ -258,5 +260,7 @@ BOOST_AUTO_TEST_CASE(you_is_the_quintic_numbers_repeating_the_last_triple) {
   // and so differs from Megatron's quintic (cycling) from step 6 on: a negative control
   BOOST_CHECK(!same_bits(you.at_step(5), builtin_schedule("quintic").at_step(5)));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace nsv::props

@@ -39,6 +39,8 @@ double p(const Coeffs& k, double x) { return k.a * x + k.b * x * x * x + k.c * x
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(foundation)
+
 BOOST_AUTO_TEST_SUITE(schedule_theory)
 
 NSV_PROPERTY(ST1_interval_image_is_the_range_of_the_step_polynomial, ()) {
@@ -93,5 +95,7 @@ NSV_PROPERTY(PX1_a_prescaled_first_step_is_the_step_on_x_over_s, ()) {
       RC_ASSERT(std::abs(got - want) <= 1e-13 * (1 + std::abs(want)));
     }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

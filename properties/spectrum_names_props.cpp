@@ -34,6 +34,8 @@ rc::Gen<Spectrum> named_spectra() {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(foundation)
+
 BOOST_AUTO_TEST_SUITE(spectrum_names)
 
 // A name read back names the same spectrum: same kind, same parameter.
@@ -64,5 +66,7 @@ BOOST_AUTO_TEST_CASE(the_documented_forms_mean_what_they_say) {
   for (const char* bad : {"", "gauss", "lowrank:0", "lowrank:2x", "powerlaw:-1", "powerlaw:inf", "ill_conditioned:301", "file:", "rank:3"})
     BOOST_CHECK_THROW(parse_spectrum(bad), std::invalid_argument);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

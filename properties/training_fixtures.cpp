@@ -53,6 +53,8 @@ std::vector<MuonParam> params_of(const json& model) {
 // more u for each square root's own rounding.
 double norm_bound(std::size_t n) { return (static_cast<double>(n) + 1.0) * std::ldexp(1.0, -53); }
 
+BOOST_AUTO_TEST_SUITE(training_fixtures)
+
 BOOST_AUTO_TEST_CASE(every_checkpoint_holds_the_matrices_its_description_lists) {
   const json& hyper = kDescription.at("hyper");
   const int steps = hyper.at("steps");
@@ -108,6 +110,8 @@ BOOST_AUTO_TEST_CASE(every_checkpoint_holds_the_matrices_its_description_lists) 
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
 }  // namespace nsv::props

@@ -49,6 +49,8 @@ bool contains(const std::string& s, const std::string& needle) { return s.find(n
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(audit_audit)
+
 BOOST_AUTO_TEST_SUITE(bundled)
 
 BOOST_AUTO_TEST_CASE(every_bundled_config_audits_in_seconds_with_the_published_counts) {
@@ -451,5 +453,7 @@ BOOST_AUTO_TEST_CASE(tp_1_everything_is_the_kernel) {
   BOOST_TEST(!plan(a, "shard").partial);
   BOOST_TEST(plan_exactness(plan(a, "shard")) == "bit_identical");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

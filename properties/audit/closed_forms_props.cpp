@@ -130,6 +130,8 @@ std::uint64_t gather_step_bytes(const Generated& g, int tp, std::uint64_t elemen
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(audit_closed_forms)
+
 BOOST_AUTO_TEST_SUITE(closed_forms)
 
 NSV_PROPERTY(O5_audit_totals_equal_the_closed_forms_of_generated_configs, ()) {
@@ -230,5 +232,7 @@ BOOST_AUTO_TEST_CASE(O5_negative_control_the_forms_see_biases_and_the_loop) {
   BOOST_TEST(bf16.bytes_sent_total != gather_step_bytes(small, o.tp, 4));
   BOOST_TEST(bf16.bytes_sent_total == gather_step_bytes(small, o.tp, 2));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

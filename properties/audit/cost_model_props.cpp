@@ -100,6 +100,8 @@ std::vector<std::pair<std::string, Layout>> layouts_for(int axis, std::int64_t d
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(audit_cost_model)
+
 BOOST_AUTO_TEST_SUITE(ledger_equals_simulation)
 
 BOOST_AUTO_TEST_CASE(every_strategy_tp_1_to_8_both_axes_uneven_zero_width_fused) {
@@ -273,5 +275,7 @@ BOOST_AUTO_TEST_CASE(alpha_beta_arithmetic) {
   bad.link_gbps = 0;
   BOOST_CHECK_THROW(bad.validate(), std::invalid_argument);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

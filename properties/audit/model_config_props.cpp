@@ -42,6 +42,8 @@ void check_mentions(const std::string& message, const std::vector<std::string>& 
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(audit_model_config)
+
 BOOST_AUTO_TEST_SUITE(bundled_configs)
 
 BOOST_AUTO_TEST_CASE(every_bundled_config_has_the_published_dimensions_and_counts) {
@@ -376,5 +378,7 @@ BOOST_AUTO_TEST_CASE(nsv_audit_accepts_every_bundled_config) {
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

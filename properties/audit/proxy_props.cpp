@@ -67,6 +67,8 @@ void report(const std::string& model, const MuonParam& p, int tp, const Row& r, 
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(audit_proxy)
+
 BOOST_AUTO_TEST_CASE(qwen2_5_0_5b_proxies_predict_the_full_size_divergence) {
   const ModelConfig m = load_model_config(model_path("qwen2.5-0.5b"));
   const int tp = 4;  // 2 KV groups: ranks 2 and 3 hold no attention rows
@@ -99,3 +101,5 @@ BOOST_AUTO_TEST_CASE(tiny_llama_proxies_predict_the_full_size_divergence) {
       BOOST_TEST(std::abs(r.proxy - r.full) <= 0.03, name << " tp " << tp << ": full " << r.full << " proxy " << r.proxy);
     }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

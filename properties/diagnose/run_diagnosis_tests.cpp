@@ -58,6 +58,8 @@ std::string name(const std::optional<Semantics>& s) { return s ? std::string(sem
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(diagnose_runs)
+
 BOOST_AUTO_TEST_SUITE(diagnosis)
 
 BOOST_AUTO_TEST_CASE(each_run_is_named_by_the_semantics_its_optimizer_computed) {
@@ -135,5 +137,7 @@ BOOST_AUTO_TEST_CASE(a_dump_without_weights_is_compared_but_not_classified) {
     BOOST_TEST(p.update.rel_diff > 0.1);
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

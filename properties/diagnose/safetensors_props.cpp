@@ -100,6 +100,8 @@ const EntryMalformation kEntryMalformations[] = {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(diagnose_safetensors)
+
 BOOST_AUTO_TEST_SUITE(safetensors)
 
 NSV_PROPERTY(a_round_trip_keeps_every_name_dtype_shape_value_bit_and_metadata_entry, ()) {
@@ -233,5 +235,7 @@ BOOST_AUTO_TEST_CASE(every_malformation_of_the_frame_is_refused_with_what_to_fix
   }
   BOOST_TEST(refusal(valid).empty());  // the control: the file they were made from is read
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -41,6 +41,8 @@ rc::Gen<NsConfig> configs_with_restarts() {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(oracle_dtype_semantics)
+
 BOOST_AUTO_TEST_SUITE(dtype_semantics)
 
 NSV_PROPERTY(O4_reference_equals_the_scalar_transcription_bit_for_bit, ()) {
@@ -68,5 +70,7 @@ BOOST_AUTO_TEST_CASE(O4_negative_control_misread_roundings_give_other_bits) {
     BOOST_TEST(!props::bit_difference(reference, scalar::newton_schulz(g, cfg, reading), cfg.dtype).empty(),
                "reading " << static_cast<int>(reading) << " gave the reference's bits");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

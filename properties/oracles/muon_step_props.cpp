@@ -109,6 +109,8 @@ void assert_same_step(const StepInput& s) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(oracle_muon_step)
+
 // =============================================================================================
 // O2a whole matrix: momentum, Nesterov (or not), NS, the aspect scale of the matrix's own shape
 // applied in the compute dtype, lr and decoupled weight decay, all equal DeepSpeed's bits.
@@ -229,3 +231,5 @@ BOOST_AUTO_TEST_CASE(O2_regression_scale_in_compute_dtype_and_fused_parameter_ad
   p.hyper.deviation = Deviation::unfused_add;
   BOOST_CHECK(!props::bit_difference(param, props::ds::apply_step(p.param, update, p.hyper), DType::fp32).empty());
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -147,6 +147,8 @@ std::string at(const RankBuffers& b, ReductionOrder order) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(oracle_reduction_order)
+
 // =============================================================================================
 // O1a fp32 buffers (gradients as DeepSpeed reduces them), on fp32, bf16 and fp16 wires.
 NSV_PROPERTY(O1a_fp32_all_reduce_adds_in_the_documented_order_bit_for_bit, ()) {
@@ -208,3 +210,5 @@ BOOST_AUTO_TEST_CASE(O1_negative_control_every_pair_of_orders_differs_bitwise_on
                                                    << " agreed on every drawn input: the oracle cannot tell them apart");
     }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

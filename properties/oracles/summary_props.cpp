@@ -74,6 +74,8 @@ double measure_bound(double value, std::int64_t n, double factor_n, double const
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(oracle_summaries)
+
 // =============================================================================================
 // O3 compare_with_target's per-rank measures and its mean and max over non-empty ranks equal the
 // direct formula on head-aligned layouts where some ranks hold nothing.
@@ -138,3 +140,5 @@ BOOST_AUTO_TEST_CASE(O3_negative_control_mean_over_all_ranks_differs) {
   BOOST_TEST_MESSAGE("mean over all ranks differs from the reported mean on " << seen << " of 20 draws");
   BOOST_CHECK(seen > 0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

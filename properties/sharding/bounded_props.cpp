@@ -21,6 +21,8 @@
 using namespace nsv;
 using namespace nsv::props::shard;
 
+BOOST_AUTO_TEST_SUITE(sharding_bounded)
+
 // S5 gram_allreduce and gram_restart_allreduce vs whole (bounded; derivation and the reason for
 // sides >= kTwoDrawMinSide in tolerances.hpp). Any shape with both sides in [16, max_dim], tp 2..8, either
 // axis, uneven splits (grain rule with remainders, grain 64, head-aligned), both kernels, fp32,
@@ -238,3 +240,5 @@ BOOST_AUTO_TEST_CASE(S7_ns_amplification_of_reduction_order_differences) {
   BOOST_TEST(stat("fraction of gradient elements differing from rank order, order reverse").max() > 0.0);
   BOOST_TEST(stat("fraction of gradient elements differing from rank order, order tree").max() > 0.0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

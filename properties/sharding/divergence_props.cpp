@@ -19,6 +19,8 @@
 using namespace nsv;
 using namespace nsv::props::shard;
 
+BOOST_AUTO_TEST_SUITE(sharding_divergence)
+
 // S6 (quantified, negative control): on Gaussian inputs, at tp >= 2 on either axis, the update
 // `shard` produces differs from whole-matrix NS by more than 0.1 (rel_diff of the assembled
 // update against the whole result), for both kernels. Generated: any shape up to the tier's
@@ -178,3 +180,5 @@ BOOST_AUTO_TEST_CASE(S6_short_axis_split_of_an_extreme_aspect_matrix_can_nearly_
             << phi(1 / std::sqrt(3.0)) << "; predicted column-split divergence at k = 3: " << predicted << std::endl;
   st.report();
 }
+
+BOOST_AUTO_TEST_SUITE_END()

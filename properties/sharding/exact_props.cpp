@@ -34,6 +34,8 @@ rc::Gen<NsConfig> any_config() { return nsv::props::ns_configs(); }
 // Kind: exact. One rank holds the whole matrix: gather/owner run the kernel on it, the
 // all-reduce strategies take the single-shard path (the kernel itself), per_head is per-head NS.
 
+BOOST_AUTO_TEST_SUITE(sharding_exact)
+
 NSV_PROPERTY(S1_at_tp_1_every_strategy_equals_its_target_bit_for_bit, ()) {
   const auto heads = *rc::gen::inRange<std::int64_t>(1, 7);
   const auto hd = *head_dims(8);
@@ -245,3 +247,5 @@ BOOST_AUTO_TEST_CASE(S4_per_head_rejections_through_the_muon_step_and_target) {
   BOOST_CHECK_THROW(target_result(Target::per_head, backend(), g, 48, NsConfig{}), std::invalid_argument);
   BOOST_CHECK_THROW(per_head_ns(backend(), g, 3, NsConfig{}), std::invalid_argument);  // 64 rows, 3 heads
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -54,6 +54,8 @@ std::vector<Range> pieces_in(const Layout& l, int r, std::int64_t begin, std::in
 // bigcode's K and V); within each sub-matrix (the whole axis for bloom) the ranks' pieces follow
 // one another in rank order without gap or overlap.
 
+BOOST_AUTO_TEST_SUITE(sharding_fused)
+
 NSV_PROPERTY(L1_fused_shards_put_back_together_are_the_matrix_and_cover_each_row_once, ()) {
   const FusedCase c = *fused_cases();
   const Layout l = c.layout();
@@ -264,3 +266,5 @@ NSV_PROPERTY(expert_parallelism_is_ns_of_each_whole_expert_and_sharding_one_is_n
     RC_ASSERT(rel_diff(assemble(run.outputs, l), newton_schulz(backend(), g, plain)) > 0.1);
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

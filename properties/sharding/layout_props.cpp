@@ -117,6 +117,8 @@ std::int64_t sum(const Sizes& s) {
 // Comparator negative controls: the exact comparator must be able to fail.
 // Kind: exact (the comparator reports every one-ulp change, a shape change, -0 vs +0).
 
+BOOST_AUTO_TEST_SUITE(sharding_layout)
+
 NSV_PROPERTY(exact_comparator_reports_a_one_ulp_change_anywhere, ()) {
   const auto rows = *rc::gen::inRange<std::int64_t>(1, 33);
   const auto cols = *rc::gen::inRange<std::int64_t>(1, 33);
@@ -485,3 +487,5 @@ BOOST_AUTO_TEST_CASE(ledger_figures_for_the_default_configuration) {
             << " B/rank; gram_allreduce " << ar.ledger.count(Collective::all_reduce) << " all-reduces, gram_restart_allreduce "
             << rs.ledger.count(Collective::all_reduce) << " (5 steps, restart at 2)" << std::endl;
 }
+
+BOOST_AUTO_TEST_SUITE_END()

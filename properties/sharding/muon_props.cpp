@@ -65,6 +65,8 @@ rc::Gen<StepCase> step_cases(rc::Gen<NsConfig> ns = nsv::props::ns_configs()) {
 // arithmetic on the same values, then the same NS; per_head with the per-head target). Two
 // consecutive steps, so the second starts from the first's momentum.
 
+BOOST_AUTO_TEST_SUITE(sharding_muon)
+
 NSV_PROPERTY(M1_muon_step_with_gather_or_owner_equals_tp_1_bit_for_bit, ()) {
   const ShardCase sc = *shard_cases();
   const StepCase c = *step_cases();
@@ -334,3 +336,5 @@ BOOST_AUTO_TEST_CASE(muon_golden_sequences_match_deepspeed) {
       }
     }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

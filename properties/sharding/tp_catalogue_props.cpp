@@ -88,6 +88,8 @@ const ClaimRegistration registration;
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(sharding_tp_catalogue)
+
 BOOST_AUTO_TEST_SUITE(tp_catalogue)
 
 BOOST_AUTO_TEST_CASE(negative_controls_per_shard_claimed_exact_and_the_identity_fail) {
@@ -136,5 +138,7 @@ BOOST_AUTO_TEST_CASE(the_diagnosis_names_what_each_strategy_computes) {
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -59,6 +59,8 @@ rc::Gen<GramStabilitySpec> tiny_specs() {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(study_gram_stability)
+
 // =============================================================================================
 // GS1 in fp64 every row's measured orthogonality error and distance to the polar factor equal
 // their values from the scalar map, for both kernels and every restart list.
@@ -133,3 +135,5 @@ BOOST_AUTO_TEST_CASE(GS1_negative_control_one_step_off_is_seen) {
   BOOST_TEST_MESSAGE("one step off seen in " << seen << " of " << compared << " comparisons");
   BOOST_CHECK(compared > 0 && seen * 2 > compared);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -65,6 +65,8 @@ const std::vector<std::pair<std::int64_t, int>> kShapes{{12, 2}, {16, 4}};  // n
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(study_gram_stress)
+
 BOOST_AUTO_TEST_SUITE(gram_stress_metrics)
 
 BOOST_AUTO_TEST_CASE(GS2_orthogonality_error_lies_in_the_band_of_rank_and_top_singular_value) {
@@ -197,5 +199,7 @@ BOOST_AUTO_TEST_CASE(GS4_summary_counts_the_blowups_and_summarizes_the_rows_it_r
   // matrix 1 with the second) were read, so the counts above were not all trivially zero.
   BOOST_TEST(summary.at("runs")[0].at("ours").at("blowups").get<int>() + summary.at("runs")[1].at("ours").at("blowups").get<int>() == 2);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -63,6 +63,8 @@ rc::Gen<std::vector<double>> few_valued(std::size_t n) {
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(study_rank_correlation)
+
 BOOST_AUTO_TEST_SUITE(rank_correlation)
 
 NSV_PROPERTY(RC1_ranks_are_the_mean_ranks_among_ties, ()) {
@@ -91,5 +93,7 @@ BOOST_AUTO_TEST_CASE(RC_negative_control_tied_ranks_are_averaged) {
   BOOST_TEST(std::abs(nsv::engine::spearman(x, y) - std::sqrt(3.0) / 2) <= 1e-15);
   BOOST_TEST(textbook_pearson({1, 2, 3}, y) == 1.0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

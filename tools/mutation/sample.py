@@ -58,7 +58,8 @@ def parse_args() -> argparse.Namespace:
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     p.add_argument("--sample", type=int, default=150, help="mutants that compile to judge (default 150)")
     p.add_argument("--seed", type=int, default=20261202, help="the sample's seed (default 20261202)")
-    p.add_argument("--folders", nargs="+", default=["lib", "tools/nsv"], help="source folders (default lib tools/nsv)")
+    p.add_argument("--folders", nargs="+", default=["lib", "checks", "engine", "render", "tools/nsv"],
+                   help="source folders (default lib checks engine render tools/nsv)")
     p.add_argument("--scratch", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "nsv-mutation",
                    help="scratch folder outside the repository (default $TMPDIR/nsv-mutation)")
     p.add_argument("--results", type=Path, default=REPO / "reports/mutation/results.jsonl")
@@ -99,7 +100,8 @@ def shuffled_sites(root: Path, folders: list[str], seed: int) -> list[sites.Site
 
 def commit() -> str:
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "lib", "tools/nsv", "properties"],
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "lib", "checks", "engine", "render", "tools/nsv",
+                            "properties", "python"],
                            capture_output=True, text=True).stdout.strip()
     return (head.stdout.strip() or "unknown") + ("+changes" if dirty else "")
 
@@ -135,7 +137,7 @@ class Scratch:
         if (self.build / "build.ninja").exists():
             return
         args = ["cmake", "-S", str(self.tree), "-B", str(self.build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-                "-DNSV_WITH_CUDA=OFF"]
+                "-DNSV_WITH_CUDA=OFF", "-DNSV_UNITY=OFF"]  # one mutated file recompiles alone, not its batch
         if shutil.which("ccache"):
             args.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
         subprocess.run(args, check=True, stdout=subprocess.DEVNULL)

@@ -1,0 +1,41 @@
+"""The catalogue of wrong implementations (examples/wrong_implementations.py): each fails its check,
+with the property that must catch it among the failures; each correct one passes (issue 27)."""
+import warnings
+
+import pytest
+
+import nsverify
+from wrong_implementations import CORRECT_KERNELS, CORRECT_TP, WRONG_KERNELS, WRONG_TP
+
+# The wrong outputs and K8's special inputs make numpy warn; those warnings are expected.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def failed(result):
+    return {p.name for p in result.properties if p.status == "fails"}
+
+
+@pytest.mark.parametrize("name, fn, kwargs, prop", WRONG_KERNELS, ids=[w[0] for w in WRONG_KERNELS])
+def test_a_wrong_kernel_fails_with_the_property_that_catches_it(name, fn, kwargs, prop):
+    result = nsverify.check_kernel(fn, **kwargs)
+    assert result.verdict == "FAIL", str(result)
+    assert prop in failed(result), str(result)
+
+
+@pytest.mark.parametrize("name, fn, kwargs", CORRECT_KERNELS, ids=[c[0] for c in CORRECT_KERNELS])
+def test_a_correct_kernel_passes(name, fn, kwargs):
+    result = nsverify.check_kernel(fn, **kwargs)
+    assert result.verdict == "PASS", str(result)
+
+
+@pytest.mark.parametrize("name, fn, kwargs, prop", WRONG_TP, ids=[w[0] for w in WRONG_TP])
+def test_a_wrong_tp_update_fails_with_the_property_that_catches_it(name, fn, kwargs, prop):
+    result = nsverify.check_tp(fn, kernel="standard", diagnosis_cases=0, **kwargs)
+    assert result.verdict == "FAIL", str(result)
+    assert prop in failed(result), str(result)
+
+
+@pytest.mark.parametrize("name, fn, kwargs", CORRECT_TP, ids=[c[0] for c in CORRECT_TP])
+def test_a_correct_tp_update_passes(name, fn, kwargs):
+    result = nsverify.check_tp(fn, kernel="standard", diagnosis_cases=0, **kwargs)
+    assert result.verdict == "PASS", str(result)
