@@ -32,7 +32,7 @@ derived bounds) or "bitwise" (and reproducible bits).
         nsverify.assert_kernel(my_ns, kernel="standard", dtype="fp32")
 
 ``pytest -p nsverify.pytest_plugin`` adds each failure's replay, the seed and the saved arrays to
-pytest's report. ``nsverify.strategies``: the generators as Hypothesis strategies.
+pytest's report. ``nsverify.hypothesis_strategies``: the generators as Hypothesis strategies.
 
 Bad arguments raise ValueError with the messages of the ``nsv`` command line.
 """

@@ -1,11 +1,11 @@
-"""nsverify.strategies: the suite's generators as Hypothesis strategies (issue 29, item 5)."""
+"""nsverify.hypothesis_strategies: the suite's generators as Hypothesis strategies (issue 29, item 5)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import nsverify
 import numpy_ns
-from nsverify import strategies as nst
+from nsverify import hypothesis_strategies as nst
 
 FAST = settings(max_examples=40, deadline=None)
 

@@ -1,4 +1,4 @@
-"""nsverify's generators as Hypothesis strategies, for users who write their own properties.
+"""nsverify's generators as Hypothesis strategies (nsverify.hypothesis_strategies: nsverify.strategies() is the TP strategy table), for users who write their own properties.
 
 The same distributions as the suite's RapidCheck generators (checks/generators/: shapes.hpp,
 matrices.hpp, configs.hpp), drawn and shrunk by Hypothesis:
@@ -25,7 +25,7 @@ it shrinks towards small, well-conditioned, gaussian cases like the suite's; the
 are numpy's, not RapidCheck's: the same parameters give another matrix than the suite's.
 
     from hypothesis import given
-    from nsverify import strategies as nst
+    from nsverify import hypothesis_strategies as nst
 
     @given(nst.matrices())
     def test_my_ns_is_orthogonal_enough(G):
