@@ -46,7 +46,7 @@ def test_usage_errors_exit_2_saying_what_to_fix(impl, message):
 
 
 def test_promise_bitwise_fails_a_kernel_the_default_passes(tmp_path):
-    impl = f"{pathlib.Path(__file__).resolve().parent}/test_promise.py:plain_ns"
+    impl = f"{EXAMPLES}/plain_numpy_ns.py:plain_ns"
     default = nsv_check("--impl", impl, "--kind", "kernel", "--kernel", "standard", "--max-success", "40")
     assert default.returncode == 0, default.stdout + default.stderr
     bitwise = nsv_check("--impl", impl, "--kind", "kernel", "--kernel", "standard", "--max-success", "40",

@@ -7,23 +7,9 @@ import pytest
 import nsverify
 import numpy_ns
 import seeded_kernel_bugs
+from plain_numpy_ns import plain_ns
 
 BITWISE_ONLY = {"K1", "K10"}
-
-
-def plain_ns(G, steps):
-    """Keller NS as most people write it in numpy: a tall matrix transposed as a *view*, so BLAS sees
-    other strides (and sums in another order) than for the wide matrix it equals; correct maths."""
-    X = np.asarray(G, dtype=np.float32)
-    tall = X.shape[0] > X.shape[1]
-    if tall:
-        X = X.T
-    X = X / (np.linalg.norm(X) + np.float32(1e-7))
-    a, b, c = (np.float32(k) for k in numpy_ns.KELLER)
-    for _ in range(steps):
-        A = X @ X.T
-        X = a * X + (b * A + c * A @ A) @ X
-    return X.T if tall else X
 
 
 def test_every_row_has_a_promise_and_the_bitwise_codes_are_not_required_by_map():
