@@ -74,6 +74,7 @@ enum class Claim {
   scaling,                  // K2: NS(s G) vs NS(G)
   orthogonal_equivariance,  // K3: NS(U G V^T) vs U NS(G) V^T
   permutation_equivariance, // K4: NS(P G Q) vs P NS(G) Q
+  batch_matches_loop,       // K7: matrix i of a batched call vs NS of it alone
   gram_matches_standard,    // K6: gram vs standard on the same input
   products_agree,           // products=symmetric vs products=full on the same input
   vector_closed_form,       // K8: NS of a 1 x n row vs phi(x) g / ||g||
@@ -110,6 +111,11 @@ inline const std::vector<Tolerance>& tolerance_table() {
        "their rounding (~n u64 relative) is below the normalization stage of B even in fp64"},
       {Claim::permutation_equivariance, std::nullopt, std::nullopt, 1.0, 0, 0,
        "B(G) + B(PGQ): as orthogonal equivariance, with exact data movement instead of rotations"},
+      {Claim::batch_matches_loop, std::nullopt, std::nullopt, 1.0, 0, 0,
+       "B(G) + B(G), passed in as twice the configuration's bound on the matrix: the batched call "
+       "and the call on the matrix alone are two computations of one map on the same input, each "
+       "within its own a-priori B of it (a batched GEMM may sum in another order: whether the bits "
+       "agree is K7's exact claim)"},
       {Claim::gram_matches_standard, std::nullopt, DType::fp64, 0, 0, 1e-12,
        "1e-12 relative, the figure SPEC K6 promises for DeepSpeed's configuration (keller x 5): "
        "both kernels compute the same polynomial in float64 (SPEC 1.2 measured 1e-14 at "

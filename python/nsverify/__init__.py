@@ -22,10 +22,17 @@ Checks of *your* implementation (the suite's RapidCheck generators, shrinking an
     check_kernel(fn, ...)  fn(G: np.ndarray, steps: int) -> np.ndarray
     check_tp(fn, ...)      fn(shards: list[np.ndarray], spec) -> list[np.ndarray]
 Both return a result that is truthy only if every required property holds, prints as a table,
-and carries, for each failure, the shrunk counterexample and a replay string:
+and carries, for each failure, the shrunk counterexample, its arrays saved as .npy and a replay
+string. check_kernel's ``promise`` says what decides: "map" (default: the right function within
+derived bounds) or "bitwise" (and reproducible bits).
+    assert_kernel(fn, ...), assert_tp(fn, ...)
+        The same, raising AssertionError with the full report (for pytest):
 
     def test_my_newton_schulz():
-        assert nsverify.check_kernel(my_ns, kernel="standard", dtype="fp32")
+        nsverify.assert_kernel(my_ns, kernel="standard", dtype="fp32")
+
+``pytest -p nsverify.pytest_plugin`` adds each failure's replay, the seed and the saved arrays to
+pytest's report. ``nsverify.hypothesis_strategies``: the generators as Hypothesis strategies.
 
 Bad arguments raise ValueError with the messages of the ``nsv`` command line.
 """
@@ -37,6 +44,7 @@ from ._reference import (NsConfig, Layout, assemble, audit, autotp_layout, compa
 from ._results import CheckResult, PropertyResult
 from ._kernel import check_kernel, kernel_properties
 from ._tp import Candidate, TpCheckResult, check_tp
+from ._assertions import CheckFailed, assert_kernel, assert_tp
 
 __version__ = "0.1.0"
 
@@ -45,5 +53,5 @@ __all__ = [
     "fused_qkv_layout", "head_aligned_sizes", "grain_sizes", "split", "assemble", "strategies", "run_strategy",
     "plan_strategy", "audit", "rel_diff", "cosine", "norm_ratio", "max_abs_diff", "compare_bits",
     "singular_values", "polar_factor", "check_kernel", "kernel_properties", "check_tp", "CheckResult",
-    "PropertyResult", "TpCheckResult", "Candidate",
+    "PropertyResult", "TpCheckResult", "Candidate", "assert_kernel", "assert_tp", "CheckFailed",
 ]

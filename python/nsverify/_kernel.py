@@ -17,7 +17,7 @@ def kernel_properties():
 def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], accumulate=_D["accumulate"],
                  products=_D["products"], coeffs=_D["coeffs"], restart_at=_D["restart_at"], batched=False,
                  required=None, properties=None, max_success=100, max_size=100, max_dim=48, shape=None, seed=None,
-                 replay=None):
+                 replay=None, promise="map", counterexamples=None):
     """Run nsverify's kernel properties on ``fn(G: np.ndarray, steps: int) -> np.ndarray``.
 
     fn is your Newton-Schulz: it receives a float32 C-ordered matrix (float64 when dtype="fp64";
@@ -56,9 +56,15 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
     the configured dtype; in fp64 (no own error to scale by) 2 B(G) between yours and the reference.
     Claimed for sides >= 8 (below, a handful of roundings varies by more than 2x between draws).
 
-    required  names (or codes, e.g. {"K1", "REF"}) of the properties that decide the result; by
-              default every property, which is what the reference's kernels promise. The others are
-              run and reported.
+    promise   what fn promises, which chooses the properties that decide the result (every property
+              is run and reported; each row of the table shows its promise):
+              "map" (default): fn computes the right function, within the derived bounds: REF, K2,
+                K3, K4, K5, K7 within rounding (batched=True), K8 and K11 (input untouched). A correct
+                kernel passes whatever order its GEMMs sum in.
+              "bitwise": also reproducible bits, as the reference's kernels promise: K1 (transpose),
+                K7 exact (batch = loop), K10 (repeat, batch position, memory offset).
+    required  names (or codes, e.g. {"K1", "REF"}) of the properties that decide the result,
+              instead of the promise's set. The others are run and reported.
     properties  run only these names (or codes); the others are "not run".
     max_success, max_size, max_dim, seed  RapidCheck's cases per property, its size parameter, the
               largest side generated (8..4096) and its seed (fixed by default).
@@ -66,6 +72,11 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
               max_dim; K1 does not apply to a square one, REF not to sides below 8.
     replay    a replay string from a failure: runs exactly that shrunk case again (with the same fn
               and arguments).
+    counterexamples  a folder for the failures' arrays (created if missing): each failing property's
+              case is saved as .npy files (what fn was handed and returned at each call of the case,
+              and the reference's output on the same input), in a fresh subfolder, never
+              overwriting a file; None (default): a new temporary folder. The paths are in the report
+              and in each PropertyResult's ``files``.
 
     Returns a CheckResult: truthy only if every required property holds; ``print`` it for the
     table; ``result["name"]`` is one PropertyResult.
@@ -73,7 +84,7 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
     table = kernel_properties()
     selected = _select(properties, table)
-    wanted = _select(required, table) if required is not None else None
+    wanted = _select(required, table) if required is not None else promised(promise, table)
     pinned = None if shape is None else (int(shape[0]), int(shape[1]))
     name = getattr(fn, "__qualname__", repr(fn))
     outcomes = _core.check_kernel(NumpyKernel(fn, cfg.steps), name, cfg, bool(batched), int(max_dim), pinned,
@@ -81,7 +92,29 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
                                   replay or "")
     results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"
-    return CheckResult(subject, results)
+    result = CheckResult(subject, results)
+    _finish(result, cfg, DEFAULT_SEED if seed is None else int(seed), None if required is not None else promise, counterexamples)
+    return result
+
+
+def _finish(result, cfg, seed, promise, counterexamples):
+    """The seed, the promise and the failures' arrays saved (nsverify/_counterexamples.py)."""
+    import numpy as np
+    from ._counterexamples import save_failures
+    result.seed, result.promise = seed, promise
+    save_failures(result, counterexamples, reference=lambda g: _core.ns(g, cfg, "cpu"),
+                  dtype=np.float64 if cfg.dtype == "fp64" else np.float32)
+
+
+def promised(promise, table):
+    """The property names a promise requires: "map" those whose promise is "map", "bitwise" every one."""
+    if promise not in PROMISES:
+        raise ValueError(f"promise: must be one of {', '.join(map(repr, PROMISES))}, got {promise!r}")
+    return [p["name"] for p in table if promise == "bitwise" or p["promise"] == "map"]
+
+
+#: check_kernel's presets: what a kernel promises ("map": the right function; "bitwise": and its bits).
+PROMISES = ("map", "bitwise")
 
 
 def _select(names, table):

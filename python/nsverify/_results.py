@@ -24,6 +24,8 @@ class PropertyResult:
              "matrices": the failing case's input, output and reference as float64 arrays)
     replay   pass as ``replay=`` to the same check (same function, same arguments) to run exactly the
              shrunk counterexample again
+    files    the failing case's arrays saved as .npy (``counterexamples=``): {label: path}, e.g.
+             "input", "call 1 output" (what fn returned), "call 1 reference" (the reference on that input)
     """
     code: str
     name: str
@@ -42,6 +44,7 @@ class PropertyResult:
     seconds: float = 0.0
     seconds_in_callable: float = 0.0
     calls: int = 0
+    files: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_core(cls, d, required):
@@ -58,17 +61,31 @@ class PropertyResult:
         return self.required and self.status not in ("not applicable", "not run")
 
     def explain(self):
-        """The failure in words: property, message, shrunk counterexample, replay."""
+        """The failure in words: property, message, the shrunk case (labelled, abbreviated when large),
+        the saved arrays, the replay."""
         lines = [f"{self.code} {self.name} {self.status.upper()}: {self.claim}"]
         if self.message:
-            lines.append(f"  {self.message}")
-        for kind, value in self.counterexample:
-            lines.append(f"  counterexample: {kind}: {value}")
+            lines.append(f"  {_short(self.message, 600)}")
         if self.detail and self.detail.get("input"):
-            lines.append(f"  input: {self.detail['input']}")
+            lines.append(f"  case: {self.detail['input']}")
+        for kind, value in self.counterexample:
+            lines.append(f"  drawn {_type_label(kind)}: {_short(value, 160)}")
+        for label, path in self.files.items():
+            lines.append(f"  saved {label}: {path}")
         if self.replay:
             lines.append(f"  replay: {self.replay!r}")
         return "\n".join(lines)
+
+
+def _short(text, limit):
+    """text on one line, cut to `limit` characters with the length left out said."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else f"{text[:limit]} ... ({len(text) - limit} more characters)"
+
+
+def _type_label(kind):
+    """RapidCheck's C++ type name in words: std::vector<std::vector<long>> -> vector<vector<long>>."""
+    return str(kind).replace("std::", "").replace("nsv::props::", "").replace("nsv::", "")
 
 
 def _table(rows, header):
@@ -87,6 +104,10 @@ class CheckResult:
     def __init__(self, subject, properties):
         self.subject = subject
         self.properties = list(properties)
+        self.seed = None                   # RapidCheck's seed of the run
+        self.promise = None                # check_kernel: the preset that chose the required set
+        self.counterexample_folder = None  # where the failures' arrays were saved (None: nothing failed)
+        _notify(self)
 
     def __bool__(self):
         return self.verdict == "PASS"
@@ -113,22 +134,27 @@ class CheckResult:
         return [p for p in self.properties if p.counts and not p.holds]
 
     def table(self):
-        rows = [[p.code, p.name, "yes" if p.required else "no", p.status,
+        rows = [[p.code, p.name, p.promise, "yes" if p.required else "no", p.status,
                  f"{p.cases_checked}/{p.cases}" if p.status not in ("not run", "not applicable") else "",
                  f"{p.seconds:.2f}" if p.seconds else ""] for p in self.properties]
-        return _table(rows, ["code", "property", "required", "status", "checked/cases", "seconds"])
+        return _table(rows, ["code", "property", "promise", "required", "status", "checked/cases", "seconds"])
 
     def __str__(self):
         parts = [f"{self.subject}: {self.verdict}", self.table()]
         for p in self.properties:
             if p.status in ("fails", "inconclusive", "nothing checked"):
                 parts.append(p.explain())
+        if self.seed is not None:
+            parts.append(f"seed: {self.seed} (seed= reruns every property on the same cases)")
+        if self.counterexample_folder:
+            parts.append(f"counterexamples saved in: {self.counterexample_folder}")
         return "\n".join(parts)
 
     __repr__ = __str__
 
     def to_dict(self):
-        return {"subject": self.subject, "holds": bool(self), "verdict": self.verdict,
+        return {"subject": self.subject, "holds": bool(self), "verdict": self.verdict, "seed": self.seed,
+                "promise": self.promise, "counterexamples": self.counterexample_folder,
                 "properties": [_jsonable(dataclasses.asdict(p)) for p in self.properties]}
 
 
@@ -138,3 +164,12 @@ def _jsonable(d):
     if detail and "matrices" in detail:
         d["detail"] = dict(detail, matrices={name: list(a.shape) for name, a in detail["matrices"].items()})
     return d
+
+
+#: Callables told of every CheckResult created (nsverify.pytest_plugin collects a test's results with it).
+_observers = []
+
+
+def _notify(result):
+    for observer in list(_observers):
+        observer(result)

@@ -2,6 +2,8 @@
 
 import dataclasses
 
+import numpy as np
+
 from . import _nsverify as _core
 from ._kernel import DEFAULT_SEED
 from ._reference import CHECK_DEFAULTS as _D, config as _config
@@ -68,7 +70,7 @@ class TpCheckResult(CheckResult):
 def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["kernel"], steps=_D["steps"],
              dtype=_D["dtype"], accumulate=_D["accumulate"], products=_D["products"], coeffs=_D["coeffs"],
              restart_at=_D["restart_at"], max_tp=8, max_dim=48, max_success=100, max_size=100, diagnosis_cases=24,
-             seed=None, replay=None):
+             seed=None, replay=None, counterexamples=None):
     """Check ``fn(shards: list[np.ndarray], spec) -> list[np.ndarray]``, your tensor-parallel NS.
 
     fn receives the shards of a matrix exactly as AutoTP lays them out (float32, rank order; a rank
@@ -108,6 +110,9 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
     local-shape scale", "per-head NS"; and the distance to each. A layout on which fn raises is
     listed with its error.
 
+    counterexamples  a folder for the failures' arrays (the input, fn's assembled output and the
+            target as .npy, in a fresh subfolder, never overwriting a file); None: a new temporary folder.
+
     Returns a TpCheckResult: truthy only if every property of the claim holds and checked a case.
     """
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
@@ -119,4 +124,8 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
     diagnosis = out["diagnosis"] or {"candidates": [], "cases": []}
     candidates = [Candidate(**c) for c in diagnosis["candidates"]]
     subject = f"check_tp({name}: claim {claim}, target {out['target']}; {cfg.kernel} {cfg.dtype} steps={cfg.steps})"
-    return TpCheckResult(subject, properties, out["target"], candidates, diagnosis["cases"])
+    result = TpCheckResult(subject, properties, out["target"], candidates, diagnosis["cases"])
+    from ._counterexamples import save_failures
+    result.seed = DEFAULT_SEED if seed is None else int(seed)
+    save_failures(result, counterexamples, dtype=np.float64 if cfg.dtype == "fp64" else np.float32)
+    return result

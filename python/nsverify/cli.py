@@ -55,7 +55,12 @@ def parser():
     p.add_argument("--restart-at", default=CHECK_DEFAULTS["restart_at"],
                    help="gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (none: never)")
     p.add_argument("--batched", action="store_true", help="kernel: fn also takes 3-D batches")
+    p.add_argument("--promise", default="map", choices=["map", "bitwise"],
+                   help="kernel: what fn promises: map (the right function within derived bounds) or bitwise "
+                        "(and reproducible bits: K1, K7, K10); --required overrides it")
     p.add_argument("--required", help="kernel: comma-separated property names or codes that decide the exit status")
+    p.add_argument("--counterexamples", metavar="DIR",
+                   help="a folder for the failures' arrays (.npy, in a fresh subfolder); default: a new temporary folder")
     p.add_argument("--max-success", type=int, default=100, help="cases per property")
     p.add_argument("--max-dim", type=int, default=48, help="largest side generated")
     p.add_argument("--seed", type=int, help="RapidCheck's seed (fixed by default)")
@@ -77,12 +82,12 @@ def main(argv=None):
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     knobs = dict(kernel=args.kernel, steps=args.steps, dtype=args.dtype, accumulate=args.accumulate,
                  products=args.products, coeffs=args.coeffs, restart_at=args.restart_at, max_success=args.max_success,
-                 max_dim=args.max_dim, seed=args.seed, replay=args.replay)
+                 max_dim=args.max_dim, seed=args.seed, replay=args.replay, counterexamples=args.counterexamples)
     try:
         fn = load_function(args.impl)
         if args.kind == "kernel":
             required = args.required.split(",") if args.required else None
-            result = check_kernel(fn, batched=args.batched, required=required, **knobs)
+            result = check_kernel(fn, batched=args.batched, required=required, promise=args.promise, **knobs)
         else:
             result = check_tp(fn, claim=args.claim, target=args.target, aspect_scale=args.aspect_scale, **knobs)
     except ValueError as e:

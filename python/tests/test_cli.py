@@ -43,3 +43,16 @@ def test_tp_diagnosis_from_the_command_line():
 def test_usage_errors_exit_2_saying_what_to_fix(impl, message):
     run = nsv_check("--impl", impl, "--kind", "kernel")
     assert run.returncode == 2 and message in run.stderr
+
+
+def test_promise_bitwise_fails_a_kernel_the_default_passes(tmp_path):
+    impl = f"{EXAMPLES}/plain_numpy_ns.py:plain_ns"
+    default = nsv_check("--impl", impl, "--kind", "kernel", "--kernel", "standard", "--max-success", "40")
+    assert default.returncode == 0, default.stdout + default.stderr
+    bitwise = nsv_check("--impl", impl, "--kind", "kernel", "--kernel", "standard", "--max-success", "40",
+                        "--promise", "bitwise", "--counterexamples", str(tmp_path / "ce"))
+    assert bitwise.returncode == 1, bitwise.stdout + bitwise.stderr
+    assert f"counterexamples saved in: {tmp_path / 'ce'}" in bitwise.stdout
+    assert list((tmp_path / "ce").rglob("*.npy"))
+    bad = nsv_check("--impl", impl, "--kind", "kernel", "--promise", "exact")
+    assert bad.returncode == 2 and "invalid choice: 'exact'" in bad.stderr

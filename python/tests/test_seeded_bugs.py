@@ -11,6 +11,7 @@ def assert_caught(result, prop):
     assert not result, f"the seeded bug passed:\n{result}"
     p = result[prop]
     assert p.status == "fails", f"{prop} did not catch it:\n{result}"
+    assert p.required, f"{prop} caught it but does not decide the default check:\n{result}"
     assert p.counterexample and p.replay and p.message
     return p
 

@@ -1,0 +1,71 @@
+"""nsverify.hypothesis_strategies: the suite's generators as Hypothesis strategies (issue 29, item 5)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import nsverify
+import numpy_ns
+from nsverify import hypothesis_strategies as nst
+
+FAST = settings(max_examples=40, deadline=None)
+
+
+@FAST
+@given(nst.shapes(max_dim=48))
+def test_shapes_lie_within_max_dim(shape):
+    rows, cols = shape
+    assert 1 <= rows <= 48 and 1 <= cols <= 48
+
+
+@FAST
+@given(nst.matrices(max_dim=32))
+def test_matrices_are_float32_c_ordered_and_finite(G):
+    assert G.dtype == np.float32 and G.flags.c_contiguous and G.ndim == 2 and np.isfinite(G).all()
+
+
+@FAST
+@given(nst.matrices(shape=(12, 20), spectrum={"kind": "ill_conditioned", "rank": 1, "alpha": 1.0, "log10_condition": 4,
+                                              "scale_exponent": 0}, dtype=np.float64))
+def test_an_ill_conditioned_spectrum_has_its_condition_number(G):
+    s = np.linalg.svd(G, compute_uv=False)
+    assert G.shape == (12, 20) and G.dtype == np.float64
+    assert 0.5e4 < s[0] / s[-1] < 2e4   # 1e4 before the float32 rounding of the entries
+
+
+@FAST
+@given(nst.configs(dtypes=["fp32", "bf16"], steps=st.integers(1, 6)))
+def test_configs_are_valid_ns_configs(cfg):
+    assert isinstance(cfg, nsverify.NsConfig) and cfg.dtype in ("fp32", "bf16") and 1 <= cfg.steps <= 6
+
+
+@FAST
+@given(nst.layouts(max_dim=64, max_tp=8))
+def test_layouts_cover_the_split_axis(case):
+    rows, cols, tp, axis, layout = case
+    assert layout.tp == tp and sum(layout.widths) == (rows if axis == 0 else cols)
+
+
+@FAST
+@given(nst.batches(max_dim=8))
+def test_batches_are_3d(batch):
+    assert batch.ndim == 3 and batch.dtype == np.float32
+
+
+@settings(max_examples=25, deadline=None)
+@given(nst.matrices(max_dim=24), st.integers(1, 6))
+def test_a_user_property_numpy_ns_is_the_fp32_reference(G, steps):
+    """A property of one's own written with them: the shipped numpy kernel against nsverify's fp32 reference."""
+    ours, ref = numpy_ns.standard_ns(G, steps), nsverify.ns(G, kernel="standard", steps=steps, dtype="fp32", products="full")
+    assert ours.shape == G.shape and np.isfinite(ours).all()
+    assert nsverify.rel_diff(ours, ref) < 1e-3
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: nst.shapes(max_dim=1), "max_dim: must be an integer between 2 and 4096, got 1"),
+    (lambda: nst.shapes(kinds=["round"]), "kinds: each must be one of square, wide"),
+    (lambda: nst.spectra(kinds=["white"]), "kinds: each must be one of gaussian"),
+    (lambda: nst.configs(dtypes=["fp8"]), "dtype: each must be one of"),
+])
+def test_bad_arguments_name_the_argument_and_the_allowed_values(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
