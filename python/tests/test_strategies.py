@@ -1,13 +1,16 @@
 """nsverify.hypothesis_strategies: the suite's generators as Hypothesis strategies (issue 29, item 5)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import nsverify
 import numpy_ns
 from nsverify import hypothesis_strategies as nst
 
-FAST = settings(max_examples=40, deadline=None)
+# derandomize: the gate draws the same examples on every run, as its RapidCheck seed is fixed.
+# data_too_large is a generation health check (Hypothesis gave up on oversized draws), not an
+# assertion: it fired once in six runs on the seed-built matrices and says nothing of their values.
+FAST = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.data_too_large])
 
 
 @FAST
@@ -51,7 +54,7 @@ def test_batches_are_3d(batch):
     assert batch.ndim == 3 and batch.dtype == np.float32
 
 
-@settings(max_examples=25, deadline=None)
+@settings(FAST, max_examples=25)
 @given(nst.matrices(max_dim=24), st.integers(1, 6))
 def test_a_user_property_numpy_ns_is_the_fp32_reference(G, steps):
     """A property of one's own written with them: the shipped numpy kernel against nsverify's fp32 reference."""
