@@ -72,3 +72,12 @@ def rank_aborts(shard, spec, group):
     if spec.tp > 1 and spec.rank == 1:
         os.abort()
     return torch_tp.gram_allreduce_update(shard, spec, group)
+
+
+def rank_wrong_shape(shard, spec, group):
+    """Rank 1 (of tp >= 2) returns its update with one row too many (the whole matrix's row count mixed up
+    with the shard's): a result that cannot be assembled into the layout."""
+    update = torch_tp.autotp_muon_update(shard, spec, group)
+    if spec.tp > 1 and spec.rank == 1:
+        return torch.cat([update, update[:1]]) if update.shape[0] else torch.zeros(1, update.shape[1])
+    return update

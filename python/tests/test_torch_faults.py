@@ -1,6 +1,6 @@
 """nsverify.torch.check_tp's rank faults (skipped where torch is absent): a rank that raises, one that never
-enters its collective, one whose process dies, and a caller interrupted mid-check, each reported as a
-failed case within the per-case time limit, and no process left behind."""
+enters its collective, one whose process dies, one that returns the wrong shape, and a caller interrupted
+mid-check, each reported as a failed case within the per-case time limit, and no process left behind."""
 import os
 import sys
 import subprocess
@@ -17,16 +17,20 @@ from processes import descendants, processes, rank_processes  # noqa: E402
 
 @pytest.mark.parametrize("fault, words", [("rank_raises", "rank 1: raised RuntimeError: rank 1 ran out of memory"),
                                           ("rank_skips_collective", "did not answer within"),
-                                          ("rank_aborts", "its process died (killed by SIGABRT)")])
+                                          ("rank_aborts", "its process died (killed by SIGABRT)"),
+                                          ("rank_wrong_shape", "rank 1: rank_wrong_shape returned")])
 def test_a_rank_fault_is_a_failed_case_within_the_limit_and_leaves_no_process(fault, words):
     limit = 2.0
     start = time.monotonic()
     result = nt.check_tp(getattr(seeded_torch_bugs, fault), world_size=2, claim="rounding", aspect_scale=True,
-                         timeout=limit, kernel="standard", max_success=10, diagnosis_cases=3, max_dim=16)
+                         timeout=limit, kernel="standard", max_success=5, diagnosis_cases=0, max_dim=16)
     elapsed = time.monotonic() - start
     failed = [p for p in result.properties if p.status == "fails"]
     assert failed and words in failed[0].message, str(result)
     assert failed[0].counterexample and "tp 2" in str(failed[0].counterexample)
+    env = result.environment
+    if fault != "rank_wrong_shape":  # the others fail on the ranks: each such case ends within the limit
+        assert env["failed_cases"] > 0 and env["slowest_failed_case_s"] <= limit + 1.5, env
     assert elapsed < 60, f"{fault}: {elapsed:.0f} s"
     assert rank_processes() == []
 

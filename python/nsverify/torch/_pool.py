@@ -139,6 +139,7 @@ class RankPool:
         self.logs = None
         self.restarts = 0
         self.hang = None  # the message of a case that hung: the diagnosis then fails fast (see check_tp)
+        self.failures = []  # seconds from sending each failed case to its RankFailure (limit + grace at most)
         _LIVE.add(self)
 
     # ---- lifetime -------------------------------------------------------------------------------
@@ -219,9 +220,10 @@ class RankPool:
             self.restarts += 1
             self.start()
         ranks = list(range(tp))
+        sent = time.monotonic()
         for r in ranks:
             self.conns[r].send((shards[r], specs[r], tp))
-        deadline = time.monotonic() + self.settings["timeout"]
+        deadline = sent + self.settings["timeout"]
         replies, pending = {}, set(ranks)
         while pending:
             left = deadline - time.monotonic()
@@ -239,6 +241,7 @@ class RankPool:
         if not pending and all(rep["kind"] == "ok" for rep in replies.values()):
             return [replies[r] for r in ranks]
         failure = self._failure(replies, pending, tp)
+        self.failures.append(time.monotonic() - sent)
         in_step = not pending and len({tuple(rep.get("calls", ())) for rep in replies.values()}) == 1
         if failure.kind != "raised" or not in_step:
             self.close()

@@ -30,7 +30,7 @@ def rank_spec(spec, rank, world_size):
 
 def layout_words(spec):
     return (f"{spec.rows}x{spec.cols} axis {spec.axis} {spec.rule}"
-            + (f" heads {spec.heads}/{spec.kv_heads}" if spec.heads else "") + (f" grain {spec.grain}" if spec.rule == "grain" else "")
+            + (f" heads {spec.heads}/{spec.kv_heads}" if spec.heads else "") + (f" {spec.grain}" if spec.rule == "grain" else "")
             + f", tp {spec.tp}, widths {[shape[spec.axis] for shape in spec.shapes]}")
 
 
@@ -207,7 +207,8 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
     finally:
         pool.close()
     env = dict(environment(dtype, device, input_dtype or dtype, words), world_size=int(world_size), backend=backend,
-               timeout_s=float(timeout), restarts=max(0, pool.restarts - 1), strategy=strategy)
+               timeout_s=float(timeout), restarts=max(0, pool.restarts - 1), strategy=strategy,
+               failed_cases=len(pool.failures), slowest_failed_case_s=max(pool.failures, default=None))
     plan = [compare_with_plan(r, strategy, knobs) for r in runner.records] if strategy else []
     return tp_result(out, name, claim, cfg, result_type=TorchTpCheckResult, environment=env, collectives=runner.records,
                      plan=plan)
