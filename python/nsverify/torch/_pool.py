@@ -37,6 +37,8 @@ from . import _worker
 
 #: Seconds a failing case still waits for the other ranks' own messages ("connection reset", ...).
 GRACE_S = 1.0
+#: The longest single wait while a case runs (the deadline is checked between waits).
+POLL_S = 0.5
 _PRELOAD = ["torch", "torch.distributed", "nsverify.torch._worker", "nsverify.torch._tensors"]
 _LIVE = weakref.WeakSet()
 
@@ -139,7 +141,7 @@ class RankPool:
         self.logs = None
         self.restarts = 0
         self.hang = None  # the message of a case that hung: the diagnosis then fails fast (see check_tp)
-        self.failures = []  # seconds from sending each failed case to its RankFailure (limit + grace at most)
+        self.failures = []  # seconds from sending each failed case to its RankFailure, time spent frozen excepted
         _LIVE.add(self)
 
     # ---- lifetime -------------------------------------------------------------------------------
@@ -224,12 +226,21 @@ class RankPool:
         for r in ranks:
             self.conns[r].send((shards[r], specs[r], tp))
         deadline = sent + self.settings["timeout"]
-        replies, pending = {}, set(ranks)
+        replies, pending, frozen = {}, set(ranks), 0.0
         while pending:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            for c in multiprocessing.connection.wait([self.conns[r] for r in pending], left):
+            asked, before = min(left, POLL_S), time.monotonic()
+            ready = multiprocessing.connection.wait([self.conns[r] for r in pending], asked)
+            # Time this process spent stopped or unscheduled (a SIGSTOP of the process tree, a suspended
+            # machine) is not the ranks' time: a wait that overran what it asked for by over a second
+            # moves the deadline by the overrun, so that a frozen tree is not reported as a hung case.
+            overrun = time.monotonic() - before - asked
+            if overrun > 1.0:
+                deadline += overrun
+                frozen += overrun
+            for c in ready:
                 r = self.conns.index(c)
                 pending.discard(r)
                 try:
@@ -241,7 +252,7 @@ class RankPool:
         if not pending and all(rep["kind"] == "ok" for rep in replies.values()):
             return [replies[r] for r in ranks]
         failure = self._failure(replies, pending, tp)
-        self.failures.append(time.monotonic() - sent)
+        self.failures.append(time.monotonic() - sent - frozen)
         in_step = not pending and len({tuple(rep.get("calls", ())) for rep in replies.values()}) == 1
         if failure.kind != "raised" or not in_step:
             self.close()
