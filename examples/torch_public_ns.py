@@ -107,6 +107,13 @@ def emerging_optimizers(G, steps, dtype=torch.bfloat16, eps=1e-7):
     return X.mT if G.size(-2) > G.size(-1) else X
 
 
+def deepspeed_standard(G, steps):
+    """DeepSpeed's zeropower_via_newtonschulz5 (tools/bench/torch_ns.py) computing in the dtype it is handed:
+    the kernel `nsv check --framework torch --kind kernel --dtype fp32|bf16` points at in the README."""
+    with torch.no_grad():
+        return torch_ns.ns_standard(G, steps, G.dtype)
+
+
 def _in(dtype, routine):
     def fn(G, steps):
         with torch.no_grad():
