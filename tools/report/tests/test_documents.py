@@ -37,10 +37,12 @@ def test_python_report_renders_as_committed():
     assert python_checks.render(str(REPORTS / "python")) == committed("python/README.md")
 
 
+@pytest.mark.skipif(not (REPORTS / "torch" / "results.json").exists(), reason="reports/torch not generated")
 def test_torch_report_renders_as_committed():
     assert torch_checks.render(str(REPORTS / "torch")) == committed("torch/README.md")
 
 
+@pytest.mark.skipif(not (REPORTS / "torch" / "results.json").exists(), reason="reports/torch not generated")
 def test_torch_report_names_no_machine_path():
     for name in ("torch/README.md", "torch/results.json"):
         text = committed(name)
