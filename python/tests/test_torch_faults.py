@@ -31,7 +31,9 @@ def test_a_rank_fault_is_a_failed_case_within_the_limit_and_leaves_no_process(fa
     env = result.environment
     if fault != "rank_wrong_shape":  # the others fail on the ranks: each such case ends within the limit
         assert env["failed_cases"] > 0 and env["slowest_failed_case_s"] <= limit + 1.5, env
-    assert elapsed < 60, f"{fault}: {elapsed:.0f} s"
+    # The per-case limit is asserted above; the whole check's wall time (shrinking restarts the ranks after
+    # each death or hang) only has to be finite: a generous bound, since a loaded 2-core machine is slow.
+    assert elapsed < 300, f"{fault}: {elapsed:.0f} s"
     assert rank_processes() == []
 
 
