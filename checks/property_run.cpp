@@ -13,6 +13,8 @@ namespace {
 // RapidCheck's listener interface, silenced: the outcome is returned, not printed.
 struct Quiet : rc::detail::TestListenerAdapter {};
 
+constexpr const char* kBudgetSpent = "the shrinking budget is spent: the last failing case stands";
+
 std::string joined(const std::vector<std::string>& tags) {
   std::string label;
   for (const auto& t : tags) label += (label.empty() ? "" : ", ") + t;
@@ -64,20 +66,27 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
   case_log() = {};
   int cases_checked = 0;
   std::optional<std::chrono::steady_clock::time_point> first_failure;
+  // The last failure seen, in RapidCheck's words, and the case's input: RapidCheck evaluates the shrunk
+  // case once more for its description, which the spent budget discards (reported below).
+  std::optional<std::pair<std::string, std::string>> last_failure;
   const auto one_case = [&] {
     if (first_failure && std::chrono::duration<double>(std::chrono::steady_clock::now() - *first_failure).count() >
                              settings.shrink_seconds)
-      RC_DISCARD("the shrinking budget is spent: the last failing case stands");
+      RC_DISCARD(kBudgetSpent);
     case_log().checked = 0;
     try {
       body();
     } catch (const rc::detail::CaseResult& r) {
-      if (r.type == rc::detail::CaseResult::Type::Failure && !first_failure) first_failure = std::chrono::steady_clock::now();
+      if (r.type == rc::detail::CaseResult::Type::Failure) {
+        if (!first_failure) first_failure = std::chrono::steady_clock::now();
+        last_failure.emplace(r.description, case_log().input);
+      }
       throw;
     } catch (const rc::GenerationFailure&) {
       throw;  // a draw that could not be made: a discard, not a failure
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       if (!first_failure) first_failure = std::chrono::steady_clock::now();
+      last_failure.emplace("Exception thrown with message:\n" + std::string(e.what()), case_log().input);
       throw;
     }
     if (case_log().checked > 0) ++cases_checked;  // counted for passing cases only: a failure throws past it
@@ -109,6 +118,10 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
     out.counterexample = failure.counterExample;
     out.detail = case_log().last_failure;
     out.replay = replay_string(id, failure.reproduce);
+    if (failure.description.find(kBudgetSpent) != std::string::npos && last_failure) {
+      out.message = last_failure->first;
+      out.counterexample = {{"the last failing case", last_failure->second}};
+    }
   } else if (result.match(gave_up)) {
     out.cases = gave_up.numSuccess;
     out.message = "gave up: " + gave_up.description;

@@ -142,11 +142,13 @@ void TpScope::validate() const {
   } else if (heads != 0 || kv_heads != 0) {
     throw InvalidField("heads", "applies with shape= only (the layer whose rows hold the heads)");
   }
+  if (fused.value_or(false) && shape) throw InvalidField("fused", "draws fused [Q;K;V] layers of its own: it applies without shape=");
 }
 
 rc::Gen<TpCase> tp_cases(const TpScope& s) {
   rc::Gen<TpCase> any = [&s]() -> rc::Gen<TpCase> {
     if (s.shape) return pinned_cases(s);
+    if (s.fused.value_or(false)) return fused_cases(s);
     auto plain = rc::gen::map(shard::shard_cases(tp_degrees_of(s), s.min_side, s.max_side), from_shard_case);
     auto heads = rc::gen::map(shard::head_cases(tp_degrees_of(s), s.max_side), from_head_case);
     return rc::gen::weightedOneOf<TpCase>({{4, plain}, {2, heads}, {1, fused_cases(s)}});
@@ -157,6 +159,7 @@ rc::Gen<TpCase> tp_cases(const TpScope& s) {
     return sides && (!s.heads_on_rows || t.heads_on_rows()) && (!s.axis || t.axis() == *s.axis) &&
            (s.uneven || equal_widths(t.layout)) &&
            (s.zero_width || std::find(widths.begin(), widths.end(), 0) == widths.end()) &&
+           (!s.fused || (t.rule == "fused_qkv") == *s.fused) &&
            (s.tps.empty() || std::find(s.tps.begin(), s.tps.end(), t.layout.tp()) != s.tps.end());
   });
 }

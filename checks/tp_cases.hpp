@@ -42,6 +42,7 @@ struct TpScope {
   std::optional<int> axis;     // only this split axis
   bool uneven = true;          // false: only layouts whose ranks hold equal widths
   bool zero_width = true;      // false: no rank holds an empty shard
+  std::optional<bool> fused;   // true: only fused [Q;K;V] layouts; false: no fused layout
   // Every matrix of this shape (the caller's layer); with heads > 0 its rows are heads x head_dim
   // (kv_heads KV groups, 0: as many as heads), split as AutoTP splits such a layer.
   std::optional<std::pair<std::int64_t, std::int64_t>> shape;

@@ -133,6 +133,23 @@ void within_the_s5_bound(const TpUnderTest& impl, const TpCheck& c) {
   assert_within_the_bound_of_the_target(impl, c, draw(c, props::kTwoDrawMinSide), "assembled result");
 }
 
+// claims exact and rounding: every rank's shard keeps its bits through the call (an in-place
+// normalization of the shard changes the rank's gradient behind the optimizer's back), and no
+// rank's result is a view of its shard.
+void shards_untouched(const TpUnderTest& impl, const TpCheck& c) {
+  const TpCase t = draw(c, 1);
+  const MatD g = t.matrix();
+  note_matrix("input", g);
+  const std::vector<MatD> shards = split(g, t.layout);
+  const ObservedTpCall call = impl.run_observed(t, shards, c.cfg);
+  const DType buffer = c.cfg.dtype == DType::fp64 ? DType::fp64 : DType::fp32;
+  for (std::size_t r = 0; r < shards.size(); ++r) {
+    const std::string rank = "rank " + std::to_string(r);
+    assert_bit_identical(rank + "'s shard after the call and before it", call.shards_after.at(r), shards[r], buffer);
+    assert_that(!call.output_aliases_shard.at(r),
+                rank + "'s result shares memory with its shard: the rank's gradient and its update are one buffer");
+  }
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -153,6 +170,10 @@ SimulatedTp::SimulatedTp(Strategy strategy, ResultKind kind, ScaleFrom scale_fro
 
 std::string SimulatedTp::name() const {
   return std::string(strategy_name(strategy_)) + (kind_ == ResultKind::muon_update ? " (Muon update)" : "") + " on simulated ranks";
+}
+
+ObservedTpCall TpUnderTest::run_observed(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const {
+  return {run(t, shards, cfg), shards, std::vector<bool>(shards.size(), false)};
 }
 
 std::vector<MatD> SimulatedTp::run(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const {
@@ -183,6 +204,8 @@ std::span<const TpProperty> tp_properties() {
        computes_the_target},
       {"S5", "tp_result_is_within_the_s5_bound_of_the_target", "the assembled result at any tp is the target within 2 S + N1",
        false, true, props::kTwoDrawMinSide, within_the_s5_bound},
+      {"S-untouched", "tp_shards_are_left_untouched_and_not_aliased",
+       "every rank's shard keeps its bits and every rank's result is a new buffer", true, true, 1, shards_untouched},
   };
   return table;
 }

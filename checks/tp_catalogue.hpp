@@ -16,12 +16,22 @@
 
 namespace nsv::checks {
 
+// What the callee left in the shards it was handed, beside its results (the shard-untouched
+// property): each rank's shard as the call left it, and whether its result shares the shard's memory.
+struct ObservedTpCall {
+  std::vector<MatD> outputs, shards_after;
+  std::vector<bool> output_aliases_shard;
+};
+
 class TpUnderTest {
  public:
   virtual ~TpUnderTest() = default;
   virtual std::string name() const = 0;
   // Each rank's result for its shard of case t (the shards in rank order, as AutoTP lays them out).
   virtual std::vector<MatD> run(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const = 0;
+  // The shards handed over in buffers the checker inspects after the call. By default run() on
+  // copies: an implementation that cannot write the caller's shards (the simulated ranks).
+  virtual ObservedTpCall run_observed(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const;
 };
 
 // A strategy of the library on simulated ranks, computing an NS result or a Muon update.

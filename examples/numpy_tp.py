@@ -81,3 +81,26 @@ def per_head_ns(shards, spec):
         out.append(np.concatenate([ref.standard_ns(h, spec.steps) * scale for h in heads]) if heads else
                    np.zeros(s.shape, np.float32))
     return out
+
+
+def allgather_equal_buffers(shards, spec):
+    """Whole-matrix NS by an all-gather into buffers the size of each rank's own shard, the result cut into
+    tp equal chunks (NVIDIA Emerging-Optimizers' newton_schulz_tp(mode="duplicated"): empty_like(x)
+    buffers, all_gather, cat, chunk): right where every shard has one size (Megatron), wrong on AutoTP's
+    uneven shards. Simulated: each buffer keeps what fits of the sender's shard and zeros elsewhere (gloo
+    itself aborts the rank whose buffer is too small: seeded_torch_bugs.py)."""
+    tp = len(shards)
+    out = []
+    for mine in shards:
+        pieces = []
+        for theirs in shards:
+            buffer = np.zeros(mine.shape, np.float32)
+            rows, cols = min(mine.shape[0], theirs.shape[0]), min(mine.shape[1], theirs.shape[1])
+            buffer[:rows, :cols] = theirs[:rows, :cols]
+            pieces.append(buffer)
+        whole = ref.standard_ns(np.concatenate(pieces, axis=spec.axis), spec.steps)
+        chunk = -(-whole.shape[spec.axis] // tp)  # torch.chunk: ceil-sized chunks, the last one smaller
+        begin = min(len(out) * chunk, whole.shape[spec.axis])
+        out.append(np.ascontiguousarray(np.take(whole, range(begin, min(begin + chunk, whole.shape[spec.axis])),
+                                                axis=spec.axis)))
+    return out

@@ -43,3 +43,13 @@ def batch_shares_one_norm(G, steps=5):
 def nan_silently_zeroed(G, steps=5):
     """Standard NS that "cleans" its input with nan_to_num, turning a NaN gradient into a finite update."""
     return ref.standard_ns(np.nan_to_num(np.asarray(G, dtype=np.float32), nan=0.0, posinf=0.0, neginf=0.0), steps)
+
+
+def inplace_normalization(G, steps=5):
+    """Standard NS that normalizes the caller's array in place (G /= ||G||) to save a copy: the gradient (or
+    the momentum buffer) it was handed is changed behind the caller's back."""
+    G = np.asarray(G)
+    G /= np.float32(np.sqrt(np.sum(np.square(G, dtype=np.float64)))) + np.float32(ref.EPS)
+    X, transposed = ref._wide(G)
+    X = ref._standard_loop(X, steps)
+    return np.ascontiguousarray(X.T) if transposed else X

@@ -82,17 +82,28 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
     table; ``result["name"]`` is one PropertyResult.
     """
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
+    return run_kernel_check(NumpyKernel(fn, cfg.steps), _name(fn), cfg, batched, required, properties, max_success,
+                            max_size, max_dim, shape, seed, replay, promise=promise, counterexamples=counterexamples)
+
+
+def _name(fn):
+    return getattr(fn, "__qualname__", repr(fn))
+
+
+def run_kernel_check(adapter, name, cfg, batched, required, properties, max_success, max_size, max_dim, shape, seed, replay,
+                     promise="map", counterexamples=None, result_type=CheckResult, **extra):
+    """The kernel catalogue on any framework's adapter (nsverify/_adapters.py): a result_type(subject,
+    properties, **extra), with its seed, promise and the failures' arrays saved."""
     table = kernel_properties()
     selected = _select(properties, table)
     wanted = _select(required, table) if required is not None else promised(promise, table)
     pinned = None if shape is None else (int(shape[0]), int(shape[1]))
-    name = getattr(fn, "__qualname__", repr(fn))
-    outcomes = _core.check_kernel(NumpyKernel(fn, cfg.steps), name, cfg, bool(batched), int(max_dim), pinned,
+    outcomes = _core.check_kernel(adapter, name, cfg, bool(batched), int(max_dim), pinned,
                                   DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size), selected or [],
                                   replay or "")
     results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"
-    result = CheckResult(subject, results)
+    result = result_type(subject, results, **extra)
     _finish(result, cfg, DEFAULT_SEED if seed is None else int(seed), None if required is not None else promise, counterexamples)
     return result
 

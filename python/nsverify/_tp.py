@@ -117,14 +117,29 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
     """
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
     name = getattr(fn, "__qualname__", repr(fn))
-    out = _core.check_tp(fn, name, cfg, claim, target, bool(aspect_scale), int(max_tp), int(max_dim), [], None, True, True,
-                         None, 0, 0, DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size),
-                         int(diagnosis_cases), replay or "")
+    out = run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size,
+                       diagnosis_cases, replay)
+    return tp_result(out, name, claim, cfg, seed=seed, counterexamples=counterexamples)
+
+
+def run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size, diagnosis_cases,
+                 replay, tps=(), axis=None, uneven=True, zero_width=True, fused=None, shape=None, heads=0, kv_heads=0):
+    """The TP catalogue on fn(shards, spec) -> list of arrays, in the scope the keywords narrow (TpScope):
+    the core's dict {"properties", "diagnosis", "target"}."""
+    return _core.check_tp(fn, name, cfg, claim, target, bool(aspect_scale), int(max_tp), int(max_dim), list(tps), axis,
+                          bool(uneven), bool(zero_width), fused, shape, int(heads), int(kv_heads),
+                          DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size), int(diagnosis_cases),
+                          replay or "")
+
+
+def tp_result(out, name, claim, cfg, seed=None, counterexamples=None, result_type=TpCheckResult, **extra):
+    """A result_type(subject, properties, target, candidates, cases, **extra) from run_tp_check's dict, with
+    its seed and the failures' arrays saved (in `counterexamples`, or a new temporary folder)."""
     properties = [PropertyResult.from_core(p, required=True) for p in out["properties"]]
     diagnosis = out["diagnosis"] or {"candidates": [], "cases": []}
     candidates = [Candidate(**c) for c in diagnosis["candidates"]]
     subject = f"check_tp({name}: claim {claim}, target {out['target']}; {cfg.kernel} {cfg.dtype} steps={cfg.steps})"
-    result = TpCheckResult(subject, properties, out["target"], candidates, diagnosis["cases"])
+    result = result_type(subject, properties, out["target"], candidates, diagnosis["cases"], **extra)
     from ._counterexamples import save_failures
     result.seed = DEFAULT_SEED if seed is None else int(seed)
     save_failures(result, counterexamples, dtype=np.float64 if cfg.dtype == "fp64" else np.float32)

@@ -2,6 +2,7 @@
 
     nsv check --impl my_ns.py:newton_schulz --kind kernel --kernel standard [--json]
     nsv check --impl my_tp.py:update --kind tp --claim rounding --aspect-scale
+    nsv check --impl my_tp.py:update --framework torch --kind tp --world-size 2   (fn(shard, spec, group) on gloo ranks)
 
 Exit status: 0 if every required property holds, 1 if one does not, 2 for a usage error (a file
 that cannot be loaded, a function that is not there, a bad option).
@@ -41,7 +42,11 @@ def parser():
     p = argparse.ArgumentParser(prog="nsv check", description=__doc__.split("\n\n")[0])
     p.add_argument("--impl", required=True, help="FILE.py:FUNCTION, the implementation under test")
     p.add_argument("--kind", required=True, choices=["kernel", "tp"],
-                   help="kernel: fn(G, steps) -> array; tp: fn(shards, spec) -> list of arrays")
+                   help="kernel: fn(G, steps) -> array; tp: fn(shards, spec) -> list of arrays (torch: fn(shard, spec, group))")
+    p.add_argument("--framework", default="numpy", choices=["numpy", "torch"],
+                   help="torch: nsverify.torch's checks (tensors in --dtype on --device; tp on --world-size gloo ranks)")
+    p.add_argument("--world-size", type=int, default=2, help="torch tp: the ranks of the process group")
+    p.add_argument("--device", default="cpu", help="torch: the device fn's tensors are on")
     p.add_argument("--claim", default="exact", choices=["exact", "rounding", "none"], help="tp: what fn promises")
     p.add_argument("--target", default="whole", choices=CONFIG_SCHEMA["target"]["choices"], help="tp: the semantics promised")
     p.add_argument("--aspect-scale", action="store_true", help="tp: fn is a Muon update (whole-shape aspect scale)")
@@ -49,7 +54,8 @@ def parser():
     p.add_argument("--kernel", default=CHECK_DEFAULTS["kernel"], choices=CONFIG_SCHEMA["kernel"]["choices"])
     p.add_argument("--steps", type=int, default=CHECK_DEFAULTS["steps"])
     p.add_argument("--dtype", default=CHECK_DEFAULTS["dtype"], choices=CONFIG_SCHEMA["dtype"]["choices"])
-    p.add_argument("--accumulate", default=CHECK_DEFAULTS["accumulate"], choices=CONFIG_SCHEMA["accumulate"]["choices"])
+    p.add_argument("--accumulate", choices=CONFIG_SCHEMA["accumulate"]["choices"] + ["auto"],
+                   help=f"default {CHECK_DEFAULTS['accumulate']}; torch: auto (the device's matmul probed)")
     p.add_argument("--products", default=CHECK_DEFAULTS["products"], choices=CONFIG_SCHEMA["products"]["choices"])
     p.add_argument("--coeffs", default=CHECK_DEFAULTS["coeffs"])
     p.add_argument("--restart-at", default=CHECK_DEFAULTS["restart_at"],
@@ -80,17 +86,26 @@ def main(argv=None):
     # K8 hands the implementation NaN, Inf and overflowing inputs on purpose: numpy's warnings
     # about them are expected, not news.
     warnings.filterwarnings("ignore", category=RuntimeWarning)
-    knobs = dict(kernel=args.kernel, steps=args.steps, dtype=args.dtype, accumulate=args.accumulate,
+    accumulate = args.accumulate or ("auto" if args.framework == "torch" else CHECK_DEFAULTS["accumulate"])
+    knobs = dict(kernel=args.kernel, steps=args.steps, dtype=args.dtype, accumulate=accumulate,
                  products=args.products, coeffs=args.coeffs, restart_at=args.restart_at, max_success=args.max_success,
                  max_dim=args.max_dim, seed=args.seed, replay=args.replay, counterexamples=args.counterexamples)
     try:
         fn = load_function(args.impl)
+        kernel_check, tp_check = check_kernel, check_tp
+        if args.framework == "torch":
+            import nsverify.torch as framework  # ImportError says how to install torch
+            kernel_check, tp_check = framework.check_kernel, framework.check_tp
+            knobs.update(device=args.device)
+            tp_knobs = dict(world_size=args.world_size)
+        else:
+            tp_knobs = {}
         if args.kind == "kernel":
             required = args.required.split(",") if args.required else None
-            result = check_kernel(fn, batched=args.batched, required=required, promise=args.promise, **knobs)
+            result = kernel_check(fn, batched=args.batched, required=required, promise=args.promise, **knobs)
         else:
-            result = check_tp(fn, claim=args.claim, target=args.target, aspect_scale=args.aspect_scale, **knobs)
-    except ValueError as e:
+            result = tp_check(fn, claim=args.claim, target=args.target, aspect_scale=args.aspect_scale, **tp_knobs, **knobs)
+    except (ValueError, ImportError) as e:
         print(f"nsv check: error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(result.to_dict(), indent=2) if args.json else result)

@@ -42,20 +42,48 @@ class UserTpUpdate final : public checks::TpUnderTest {
 
   std::vector<MatD> run(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const override {
     py::gil_scoped_acquire gil;  // held until every Python object of the call is released
-    const py::object result = call_user_code([&] {
-      py::list in;
+    py::list in;
+    return results(call(t, shards, cfg, in), shards.size());
+  }
+
+  // The arrays fn was handed, read back after the call; a result aliases its shard when numpy says
+  // they share memory, or when the result list says so in an `aliased` attribute (one bool per
+  // rank: nsverify.torch reports so the storage of the tensors on its ranks).
+  checks::ObservedTpCall run_observed(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const override {
+    py::gil_scoped_acquire gil;  // held until every Python object of the call is released
+    py::list in;
+    const py::object result = call(t, shards, cfg, in);
+    checks::ObservedTpCall observed{results(result, shards.size()), {}, {}};
+    const py::object shares_memory = py::module_::import("numpy").attr("shares_memory");
+    const py::object flags = py::getattr(result, "aliased", py::none());
+    for (std::size_t r = 0; r < shards.size(); ++r) {
+      observed.shards_after.push_back(matrix_from(in[r], "rank " + std::to_string(r) + "'s shard after the call"));
+      const py::object out = result.cast<py::sequence>()[r];
+      observed.output_aliases_shard.push_back(flags.is_none() ? py::isinstance<py::array>(out) && shares_memory(out, in[r]).cast<bool>()
+                                                              : flags.cast<py::sequence>()[r].cast<bool>());
+    }
+    return observed;
+  }
+
+ private:
+  // fn(shards, spec) on fresh arrays, kept in `in` for the caller to read back (GIL held).
+  py::object call(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg, py::list& in) const {
+    return call_user_code([&] {
       for (const MatD& s : shards) in.append(matrix_to_array(s, float64_));
       return fn_(in, spec_of(t, cfg));
     });
+  }
+
+  // One matrix per rank from what fn returned, or a failed case saying what came back instead.
+  static std::vector<MatD> results(const py::object& result, std::size_t ranks) {
     if (!py::isinstance<py::sequence>(result) || py::isinstance<py::str>(result))
       checks::fail_predicate("the callable must return a list of arrays, one per rank; it returned " +
                              py::str(py::type::of(result)).cast<std::string>());
     const py::sequence seq = result.cast<py::sequence>();
-    if (seq.size() != shards.size())
-      checks::fail_predicate("the callable returned " + std::to_string(seq.size()) + " arrays for " + std::to_string(shards.size()) +
-                             " ranks");
+    if (seq.size() != ranks)
+      checks::fail_predicate("the callable returned " + std::to_string(seq.size()) + " arrays for " + std::to_string(ranks) + " ranks");
     std::vector<MatD> out;
-    for (std::size_t r = 0; r < shards.size(); ++r) {
+    for (std::size_t r = 0; r < ranks; ++r) {
       try {
         out.push_back(matrix_from(seq[r], "the callable's result for rank " + std::to_string(r)));
       } catch (const std::invalid_argument& e) {
@@ -167,8 +195,8 @@ void bind_tp_check(py::module_& m) {
       "check_tp",
       [](py::object fn, const std::string& name, const NsConfig& cfg, const std::string& claim, const std::string& target,
          bool aspect_scale, int max_tp, std::int64_t max_dim, const std::vector<int>& tps, std::optional<int> axis, bool uneven,
-         bool zero_width, std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::int64_t heads, std::int64_t kv_heads,
-         std::uint64_t seed, int max_success, int max_size, int diagnosis_cases, const std::string& replay) {
+         bool zero_width, std::optional<bool> fused, std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::int64_t heads,
+         std::int64_t kv_heads, std::uint64_t seed, int max_success, int max_size, int diagnosis_cases, const std::string& replay) {
         checks::TpScope scope;
         scope.max_tp = max_tp;
         scope.max_side = max_dim;
@@ -176,6 +204,7 @@ void bind_tp_check(py::module_& m) {
         scope.axis = axis;
         scope.uneven = uneven;
         scope.zero_width = zero_width;
+        scope.fused = fused;
         scope.shape = shape;
         scope.heads = heads;
         scope.kv_heads = kv_heads;
@@ -184,8 +213,8 @@ void bind_tp_check(py::module_& m) {
       },
       py::arg("fn"), py::arg("name"), py::arg("config"), py::arg("claim"), py::arg("target"), py::arg("aspect_scale"),
       py::arg("max_tp"), py::arg("max_dim"), py::arg("tp"), py::arg("axis"), py::arg("uneven"), py::arg("zero_width"),
-      py::arg("shape"), py::arg("heads"), py::arg("kv_heads"), py::arg("seed"), py::arg("max_success"), py::arg("max_size"),
-      py::arg("diagnosis_cases"), py::arg("replay"));
+      py::arg("fused"), py::arg("shape"), py::arg("heads"), py::arg("kv_heads"), py::arg("seed"), py::arg("max_success"),
+      py::arg("max_size"), py::arg("diagnosis_cases"), py::arg("replay"));
 }
 
 }  // namespace nsv::python

@@ -6,6 +6,7 @@ is measured here):
   python3 tools/report performance RESULTS_DIR [OUT]  reports/performance.md from tools/bench/run_all.sh's results
   python3 tools/report mpi [DIR]                    reports/mpi/README.md from allreduce_orders.json
   python3 tools/report python [DIR]                 reports/python/README.md from results.json (+ overhead.json)
+  python3 tools/report torch [DIR]                  reports/torch/README.md from results.json
   python3 tools/report mutation [--results ...]     reports/mutation.md and mutation_handwritten.md from results.jsonl
   python3 tools/report compare OLD_DIR NEW_DIR      two report folders, timings ignored (prints differences)
 
@@ -23,6 +24,7 @@ COMMANDS = {
     "performance": ("performance", "reports/performance.md from tools/bench/run_all.sh's results"),
     "mpi": ("mpi", "reports/mpi/README.md from allreduce_orders.json"),
     "python": ("python_checks", "reports/python/README.md from results.json"),
+    "torch": ("torch_checks", "reports/torch/README.md from results.json (nsverify.torch's checks)"),
     "mutation": ("mutation", "reports/mutation.md and reports/mutation_handwritten.md from the sampler's results"),
     "compare": ("compare", "compare two report folders, timings ignored"),
 }

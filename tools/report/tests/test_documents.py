@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 REPORTS = REPO / "reports"
 sys.path.insert(0, str(REPO / "tools" / "report"))
-from nsvreport import core, mpi, mutation, performance, python_checks, readme  # noqa: E402
+from nsvreport import core, mpi, mutation, performance, python_checks, readme, torch_checks  # noqa: E402
 
 
 def committed(name):
@@ -35,6 +35,18 @@ def test_mpi_readme_renders_as_committed():
 
 def test_python_report_renders_as_committed():
     assert python_checks.render(str(REPORTS / "python")) == committed("python/README.md")
+
+
+@pytest.mark.skipif(not (REPORTS / "torch" / "results.json").exists(), reason="reports/torch not generated")
+def test_torch_report_renders_as_committed():
+    assert torch_checks.render(str(REPORTS / "torch")) == committed("torch/README.md")
+
+
+@pytest.mark.skipif(not (REPORTS / "torch" / "results.json").exists(), reason="reports/torch not generated")
+def test_torch_report_names_no_machine_path():
+    for name in ("torch/README.md", "torch/results.json"):
+        text = committed(name)
+        assert str(REPO) not in text and "/home/" not in text and "/tmp/" not in text, name
 
 
 def test_mutation_reports_render_as_committed(monkeypatch):

@@ -1,0 +1,298 @@
+"""The ranks of nsverify.torch.check_tp: world_size processes forming a torch.distributed process group
+on the loopback, started once per check and reused for every case.
+
+Processes are started by multiprocessing's forkserver with torch preloaded (a rank starts in well
+under a second, so the pool can be restarted after a failure without making shrinking slow); the
+forkserver itself (and multiprocessing's resource tracker) stays while the caller runs (``shutdown()``
+ends them, and they end with the caller).
+
+A case is sent to the ranks that take part (all of them at tp = world size, rank 0 alone at
+tp = 1) and waited for up to the per-case time limit. Whatever goes wrong on a rank becomes a
+RankFailure naming every rank's state: what a rank raised, a rank that did not answer in time (a
+collective another rank never entered, a deadlock, a loop), a rank whose process died (an abort
+inside the collective library: the others then see "connection reset"), with the tail of its
+stderr. After a failure the ranks are killed and a fresh group is started for the next case,
+unless every rank answered having issued the same collectives (nothing left in flight).
+"""
+
+import atexit
+import contextlib
+import inspect
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.forkserver
+import multiprocessing.resource_tracker
+import multiprocessing.spawn
+import os
+import pickle
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import weakref
+
+from . import _worker
+
+#: Seconds a failing case still waits for the other ranks' own messages ("connection reset", ...).
+GRACE_S = 1.0
+#: The longest single wait while a case runs (the deadline is checked between waits).
+POLL_S = 0.5
+_PRELOAD = ["torch", "torch.distributed", "nsverify.torch._worker", "nsverify.torch._tensors"]
+_LIVE = weakref.WeakSet()
+
+
+class RankFailure(RuntimeError):
+    """A case the ranks did not complete. kind: "raised" | "hung" | "died"; the message names each rank's state."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+
+
+class RankStartError(ValueError):
+    """The ranks could not start (the function cannot be loaded on them, the backend is missing, ...)."""
+
+
+def function_ref(fn):
+    """How a rank finds the user's function: pickled if it pickles (by reference), else by module and
+    qualified name, else from its source file (nsv check --impl FILE.py:FUNC, a script's __main__)."""
+    try:
+        pickled = None if getattr(fn, "__module__", None) == "__main__" else pickle.dumps(fn)
+    except Exception:  # noqa: BLE001 - the other ways are tried on the rank
+        pickled = None
+    try:
+        source = inspect.getsourcefile(fn)
+    except TypeError:
+        source = None
+    return dict(pickled=pickled, module=getattr(fn, "__module__", None), qualname=getattr(fn, "__qualname__", repr(fn)),
+                file=source, sys_path=list(sys.path))
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _context():
+    """The forkserver context, its server started with one BLAS/OpenMP thread (the ranks share the cores)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    saved = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    os.environ.update({v: "1" for v in saved})
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
+    return ctx
+
+
+@contextlib.contextmanager
+def _without_main():
+    """Start processes without re-importing the caller's __main__ in them (what multiprocessing does by
+    default, so that a script without an `if __name__ == "__main__"` guard would run again on every rank):
+    the ranks need the user's function only, which they load themselves (function_ref)."""
+    original = multiprocessing.spawn.get_preparation_data
+
+    def prepared(name):
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+    multiprocessing.spawn.get_preparation_data = prepared
+    try:
+        yield
+    finally:
+        multiprocessing.spawn.get_preparation_data = original
+
+
+def shutdown():
+    """End every pool's ranks and the forkserver (which otherwise lives as long as the caller)."""
+    for pool in list(_LIVE):
+        pool.close()
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    if server is not None and getattr(server, "_forkserver_pid", None) and hasattr(server, "_stop"):
+        server._stop()
+    tracker = getattr(multiprocessing.resource_tracker, "_resource_tracker", None)
+    if tracker is not None and getattr(tracker, "_pid", None) and hasattr(tracker, "_stop"):
+        tracker._stop()
+
+
+atexit.register(shutdown)
+
+
+class RankPool:
+    """world_size rank processes running fn(shard, spec, group); see the module's doc."""
+
+    def __init__(self, fn, world_size, backend="gloo", timeout=10.0, dtype="fp32", input_dtype=None, device="cpu",
+                 threads=1, start_timeout=180.0):
+        self.world_size = int(world_size)
+        self.settings = dict(backend=backend, timeout=float(timeout), dtype=dtype, input_dtype=input_dtype or dtype,
+                             device=str(device), threads=int(threads))
+        self.fn_ref = function_ref(fn)
+        self.start_timeout = start_timeout
+        self.procs, self.conns = [], []
+        self.logs = None
+        self.restarts = 0
+        self.hang = None  # the message of a case that hung: the diagnosis then fails fast (see check_tp)
+        self.failures = []  # seconds from sending each failed case to its RankFailure, time spent frozen excepted
+        _LIVE.add(self)
+
+    # ---- lifetime -------------------------------------------------------------------------------
+
+    def start(self):
+        ctx = _context()
+        for attempt in range(3):
+            self.logs = tempfile.mkdtemp(prefix="nsverify-ranks-")
+            port = _free_port()
+            for rank in range(self.world_size):
+                ours, theirs = ctx.Pipe()
+                settings = dict(self.settings, stderr=os.path.join(self.logs, f"rank{rank}.stderr"))
+                p = ctx.Process(target=_worker.main, name=f"nsverify-rank{rank}", daemon=True,
+                                args=(rank, self.world_size, port, theirs, os.getpid(), settings, self.fn_ref))
+                with _without_main():
+                    p.start()
+                theirs.close()
+                self.procs.append(p)
+                self.conns.append(ours)
+            problems = self._await_ready()
+            if not problems:
+                return
+            self.close()
+            if not any("address already in use" in m.lower() for m in problems) or attempt == 2:
+                raise RankStartError(f"the {self.world_size} {self.settings['backend']} ranks could not start: "
+                                     + "; ".join(problems))
+
+    def _await_ready(self):
+        deadline = time.monotonic() + self.start_timeout
+        pending, problems = set(range(self.world_size)), []
+        while pending and time.monotonic() < deadline:
+            for c in multiprocessing.connection.wait([self.conns[r] for r in pending], deadline - time.monotonic()):
+                r = self.conns.index(c)
+                pending.discard(r)
+                try:
+                    reply = c.recv()
+                except (EOFError, OSError):
+                    reply = dict(kind="failed to start", message=self._death(r))
+                if reply["kind"] != "ready":
+                    problems.append(f"rank {r}: {reply['message']}")
+            if problems:
+                break
+        if pending and not problems:
+            problems.append(f"ranks {sorted(pending)} not ready within {self.start_timeout:g} s")
+        return problems
+
+    def close(self):
+        """Kill the ranks (the processes this pool started) and forget them; the next case starts fresh ones."""
+        for c in self.conns:
+            try:
+                c.send(None)
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + 0.5
+        for p in self.procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+            p.join(2.0)
+        for c in self.conns:
+            c.close()
+        self.procs, self.conns = [], []
+        if self.logs:
+            shutil.rmtree(self.logs, ignore_errors=True)
+            self.logs = None
+
+    def pids(self):
+        return [p.pid for p in self.procs]
+
+    # ---- one case -------------------------------------------------------------------------------
+
+    def run(self, shards, specs, tp):
+        """Each rank's reply (a dict, kind "ok") for the case; raises RankFailure when any rank did not complete."""
+        if tp not in (1, self.world_size):
+            raise ValueError(f"the ranks run tp 1 or tp {self.world_size}, not tp {tp}")
+        if not self.procs:
+            self.restarts += 1
+            self.start()
+        ranks = list(range(tp))
+        sent = time.monotonic()
+        for r in ranks:
+            self.conns[r].send((shards[r], specs[r], tp))
+        deadline = sent + self.settings["timeout"]
+        replies, pending, frozen = {}, set(ranks), 0.0
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            asked, before = min(left, POLL_S), time.monotonic()
+            ready = multiprocessing.connection.wait([self.conns[r] for r in pending], asked)
+            # Time this process spent stopped or unscheduled (a SIGSTOP of the process tree, a suspended
+            # machine) is not the ranks' time: a wait that overran what it asked for by over a second
+            # moves the deadline by the overrun, so that a frozen tree is not reported as a hung case.
+            overrun = time.monotonic() - before - asked
+            if overrun > 1.0:
+                deadline += overrun
+                frozen += overrun
+            for c in ready:
+                r = self.conns.index(c)
+                pending.discard(r)
+                try:
+                    replies[r] = c.recv()
+                except (EOFError, OSError):
+                    replies[r] = dict(kind="died", message=self._death(r), calls=[])
+            if any(rep["kind"] != "ok" for rep in replies.values()):
+                deadline = min(deadline, time.monotonic() + GRACE_S)
+        if not pending and all(rep["kind"] == "ok" for rep in replies.values()):
+            return [replies[r] for r in ranks]
+        failure = self._failure(replies, pending, tp)
+        self.failures.append(time.monotonic() - sent - frozen)
+        in_step = not pending and len({tuple(rep.get("calls", ())) for rep in replies.values()}) == 1
+        if failure.kind != "raised" or not in_step:
+            self.close()
+        if failure.kind == "hung":
+            self.hang = str(failure)
+        raise failure
+
+    def _death(self, rank):
+        p = self.procs[rank]
+        p.join(1.0)
+        code = p.exitcode
+        how = (f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else
+               f"exit status {code}" if code is not None else "gone")
+        tail = ""
+        if self.logs:
+            try:
+                with open(os.path.join(self.logs, f"rank{rank}.stderr"), errors="replace") as f:
+                    text = " ".join(f.read().split())
+                tail = f"; its stderr ends: {text[-300:]!r}" if text else ""
+            except OSError:
+                pass
+        return f"its process died ({how}){tail}"
+
+    def _failure(self, replies, pending, tp):
+        parts = []
+        for r in range(tp):
+            rep = replies.get(r)
+            if rep is None:
+                parts.append(f"rank {r} did not answer within {self.settings['timeout']:g} s (hung: a collective another "
+                             f"rank never entered, a deadlock or a loop)")
+            elif rep["kind"] == "ok":
+                parts.append(f"rank {r} returned")
+            elif rep["kind"] == "raised" and rep.get("seconds", 0) >= 0.9 * self.settings["timeout"]:
+                parts.append(f"rank {r} waited {rep['seconds']:.1f} s and raised {rep['message']}")
+            else:
+                parts.append(f"rank {r}: " + ("raised " if rep["kind"] == "raised" else "") + rep["message"])
+        kinds = {rep["kind"] for rep in replies.values()}
+        # a rank that raised only when the group's own timeout (the case limit) expired was kept waiting
+        waited = any(rep["kind"] == "raised" and rep.get("seconds", 0) >= 0.9 * self.settings["timeout"]
+                     for rep in replies.values())
+        kind = "died" if "died" in kinds else "hung" if pending or waited else "raised"
+        group = f"tp {tp} on a {self.world_size}-rank {self.settings['backend']} group"
+        return RankFailure(kind, f"{'; '.join(parts)} ({group}, case limit {self.settings['timeout']:g} s)")
