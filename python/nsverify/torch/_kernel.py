@@ -80,7 +80,8 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype="bf16", accum
     """Run nsverify's kernel properties on ``fn(G: torch.Tensor, steps: int) -> torch.Tensor``.
 
     The same properties, generators, bounds, shrinking and replay as nsverify.check_kernel (see its
-    help for each property and bound), with fn handed torch tensors:
+    help for each property and bound, and for ``promise`` and ``counterexamples``, which mean the same
+    here), with fn handed torch tensors:
 
     dtype        the compute dtype fn claims ("fp32", "bf16", "fp16", "fp64"): fn receives G in it (or
                  in input_dtype) on `device`, and every bound is derived for it. A dtype torch cannot
