@@ -1,14 +1,9 @@
 #include "nsv/npy.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
@@ -276,39 +271,6 @@ Batch NpyArray::batch() const {
   const long per = shape[1] * shape[2];
   for (long i = 0; i < shape[0]; ++i) b.push_back(Eigen::Map<const MatD>(values.data() + i * per, shape[1], shape[2]));
   return b;
-}
-
-void write_file_atomically(const std::string& path, const std::string& contents) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::string tmp_name = target.filename().string();
-  tmp_name.insert(0, 1, '.');
-  tmp_name += ".nsv-tmp";
-  const fs::path tmp = target.parent_path() / tmp_name;
-  // Every failure keeps the errno of the call that failed (before close/remove can overwrite it),
-  // removes the temporary and leaves the target as it was: it is only ever replaced by rename.
-  const auto give_up = [&](int fd, int err, const std::string& what) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(path + ": " + what + ": " + std::strerror(err));
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int err = errno;
-    throw std::runtime_error(path + ": cannot write (does the folder exist and is it writable?): " + std::strerror(err));
-  }
-  for (std::size_t done = 0; done < contents.size();) {
-    const ::ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      const int err = errno;
-      if (err == EINTR) continue;
-      give_up(fd, err, "write failed");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) give_up(fd, errno, "write failed");
-  if (::close(fd) != 0) give_up(-1, errno, "write failed");
-  if (::rename(tmp.c_str(), target.c_str()) != 0) give_up(-1, errno, "cannot replace the file");
 }
 
 namespace {

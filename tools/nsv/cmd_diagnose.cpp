@@ -71,6 +71,7 @@ struct DiagnoseCommand {
     cfg.ns = ns.config();
     const ModelConfig model = load_model_config(config);
     const RunDump ref = load_run_dump(reference), cand = load_run_dump(candidate);
+    if (!output.empty()) refuse_run_input(output, "--output");  // any file read above, under any name
     const Diagnosis d = diagnose(*make_cpu_backend(), ref, cand, model.dims, tp, cfg);
     const std::string out = json ? diagnosis_json(d).dump(1) + "\n" : markdown ? diagnosis_markdown(d) : diagnosis_text(d);
     if (output.empty()) std::fputs(out.c_str(), stdout);

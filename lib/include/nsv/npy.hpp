@@ -7,6 +7,7 @@
 
 #include "nsv/dtype.hpp"
 #include "nsv/matrix.hpp"
+#include "nsv/output_file.hpp"
 
 namespace nsv {
 
@@ -21,12 +22,9 @@ struct NpyArray {
 
 NpyArray read_npy(const std::string& path);  // throws std::runtime_error naming the file
 
-// Writes atomically: to a temporary file beside `path`, renamed over it only once complete, so
-// a failed run never leaves a user's file half-written or overwritten.
+// Written through nsv::write_file_atomically (nsv/output_file.hpp, included for the callers that
+// write other files): a failed run never leaves a user's file half-written or overwritten.
 void write_npy(const std::string& path, const MatD& m, bool float64);
 void write_npy(const std::string& path, const Batch& b, bool float64);
-
-// Writes `contents` to `path` atomically (same temp-and-rename rule), for any output file.
-void write_file_atomically(const std::string& path, const std::string& contents);
 
 }  // namespace nsv
