@@ -183,9 +183,7 @@ std::string shape_text(const std::vector<long>& shape) {
   return t + (shape.size() == 1 ? ",)" : ")");
 }
 
-}  // namespace
-
-NpyArray read_npy(const std::string& path) {
+NpyArray read_npy_file(const std::string& path, const std::function<void(const std::vector<long>&)>& check_shape, bool header_only) {
   InputFile in(path, ".npy file");
   char magic[8];
   if (in.read(magic, 8) != 8 || std::memcmp(magic, "\x93NUMPY", 6) != 0)
@@ -246,6 +244,8 @@ NpyArray read_npy(const std::string& path) {
   if (count * width < data_bytes)
     fail(path, "trailing bytes after the data: the shape " + shape_text(a.shape) + " needs " + std::to_string(count * width) +
                    " bytes, the file holds " + std::to_string(data_bytes) + " after the header");
+  if (check_shape) check_shape(a.shape);  // the caller's expectations, before the data is allocated
+  if (header_only) return a;
   a.values.resize(count);
   if (a.dtype == DType::fp64) {
     if (in.read(a.values.data(), count * 8) != count * 8) fail(path, "truncated data (the file shrank while being read)");
@@ -258,6 +258,14 @@ NpyArray read_npy(const std::string& path) {
   if (in.read(&extra, 1) != 0) fail(path, "trailing bytes after the data (the file grew while being read)");
   return a;
 }
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path, const std::function<void(const std::vector<long>&)>& check_shape) {
+  return read_npy_file(path, check_shape, false);
+}
+
+NpyArray read_npy_header(const std::string& path) { return read_npy_file(path, {}, true); }
 
 MatD NpyArray::matrix() const {
   if (shape.size() != 2)
