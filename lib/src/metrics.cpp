@@ -67,7 +67,9 @@ ElementDiff compare_bits(const MatD& a, const MatD& b, DType ulp_dtype) {
   ElementDiff d;
   for (Eigen::Index i = 0; i < a.size(); ++i) {
     const double x = a.data()[i], y = b.data()[i];
-    if (std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y)) continue;
+    // A NaN is never "the same" as anything, itself included: bit-identical NaN outputs are a
+    // failure both runs share, not a reproduction.
+    if (std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y) && !std::isnan(x)) continue;
     d.identical = false;
     ++d.mismatches;
     const std::uint64_t u = ulp_distance(ulp_dtype, x, y);
@@ -95,12 +97,22 @@ std::string ElementDiff::describe() const {
   return s.str();
 }
 
+namespace {
+void refuse_empty(const MatD& m, const char* what) {
+  if (m.rows() == 0 || m.cols() == 0)
+    throw std::invalid_argument(std::string(what) + ": the matrix is " + std::to_string(m.rows()) + "x" + std::to_string(m.cols()) +
+                                "; it must have at least one row and one column");
+}
+}  // namespace
+
 Eigen::VectorXd singular_values(const MatD& m) {
+  refuse_empty(m, "singular_values");
   Eigen::BDCSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(m), Eigen::ComputeThinU | Eigen::ComputeThinV);
   return svd.singularValues();
 }
 
 MatD polar_factor(const MatD& m) {
+  refuse_empty(m, "polar_factor");
   Eigen::BDCSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(m), Eigen::ComputeThinU | Eigen::ComputeThinV);
   return svd.matrixU() * svd.matrixV().transpose();
 }
