@@ -1,5 +1,6 @@
 """check_kernel: nsverify's kernel properties, run on your Newton-Schulz."""
 
+from . import _args
 from . import _nsverify as _core
 from ._adapters import NumpyKernel
 from ._reference import CHECK_DEFAULTS as _D, config as _config
@@ -72,13 +73,18 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
     """
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
     table = kernel_properties()
-    selected = _select(properties, table)
-    wanted = _select(required, table) if required is not None else None
-    pinned = None if shape is None else (int(shape[0]), int(shape[1]))
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable fn(G, steps) -> array, got {type(fn).__name__}")
+    selected = _select(_args.names("properties", properties), table)
+    wanted = _select(_args.names("required", required), table) if required is not None else None
+    pinned = None if shape is None else _args.shape("shape", shape, 4096)
     name = getattr(fn, "__qualname__", repr(fn))
-    outcomes = _core.check_kernel(NumpyKernel(fn, cfg.steps), name, cfg, bool(batched), int(max_dim), pinned,
-                                  DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size), selected or [],
-                                  replay or "")
+    outcomes = _core.check_kernel(NumpyKernel(fn, cfg.steps), name, cfg, _args.boolean("batched", batched),
+                                  _args.integer("max_dim", max_dim, 8, 4096), pinned,
+                                  DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
+                                  _args.integer("max_success", max_success, 1, 100000),
+                                  _args.integer("max_size", max_size, 0, 100000), selected or [],
+                                  _args.optional_text("replay", replay) or "")
     results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"
     return CheckResult(subject, results)

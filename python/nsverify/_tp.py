@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from . import _args
 from . import _nsverify as _core
 from ._kernel import DEFAULT_SEED
 from ._reference import CHECK_DEFAULTS as _D, config as _config
@@ -111,10 +112,15 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
     Returns a TpCheckResult: truthy only if every property of the claim holds and checked a case.
     """
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable fn(shards, spec) -> list of arrays, got {type(fn).__name__}")
     name = getattr(fn, "__qualname__", repr(fn))
-    out = _core.check_tp(fn, name, cfg, claim, target, bool(aspect_scale), int(max_tp), int(max_dim), [], None, True, True,
-                         None, 0, 0, DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size),
-                         int(diagnosis_cases), replay or "")
+    out = _core.check_tp(fn, name, cfg, _args.text("claim", claim, ("exact", "rounding", "none")),
+                         _args.text("target", target, ("whole", "per_head")), _args.boolean("aspect_scale", aspect_scale),
+                         _args.integer("max_tp", max_tp, 1, 64), _args.integer("max_dim", max_dim, 8, 4096), [], None, True,
+                         True, None, 0, 0, DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
+                         _args.integer("max_success", max_success, 1, 100000), _args.integer("max_size", max_size, 0, 100000),
+                         _args.integer("diagnosis_cases", diagnosis_cases, 0, 10000), _args.optional_text("replay", replay) or "")
     properties = [PropertyResult.from_core(p, required=True) for p in out["properties"]]
     diagnosis = out["diagnosis"] or {"candidates": [], "cases": []}
     candidates = [Candidate(**c) for c in diagnosis["candidates"]]
