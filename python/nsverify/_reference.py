@@ -34,7 +34,7 @@ MAX_COUNT = 1 << 20
 
 def compare_bits(a, b, ulp_dtype="fp32"):
     """Element by element, bit for bit: {"identical", "mismatches", worst "row", "col", "a", "b", "ulps",
-    "description"}. A NaN is never identical to anything, itself included. ulp_dtype: "fp64" | "fp32" | "bf16" |
+    "description"}. ulp_dtype: "fp64" | "fp32" | "bf16" |
     "fp16", the format the ULP distance is counted in."""
     return _core.compare_bits(a, b, _args.text("ulp_dtype", ulp_dtype))
 
@@ -98,7 +98,7 @@ def config(kernel=NS_DEFAULTS["kernel"], steps=NS_DEFAULTS["steps"], dtype=NS_DE
     restart_at  gram kernel: the steps it restarts before, an int or an increasing list (2, [2, 4, 6],
                 "2,4,6"; steps outside 1..steps-1, [] or "none": never)
     """
-    return _core.config(_args.text("kernel", kernel), _args.integer("steps", steps, 0, 1000), _args.text("dtype", dtype),
+    return _core.config(_args.text("kernel", kernel), _args.integer("steps", steps), _args.text("dtype", dtype),
                         _args.text("accumulate", accumulate), _args.text("products", products),
                         _args.text("coeffs", coeffs), restart_text(restart_at))
 

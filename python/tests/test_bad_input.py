@@ -73,7 +73,7 @@ CASES = {
                                   lambda n: n.check_tp(lambda s, spec: s, claim="exactly")),
     "check_tp(max_tp=1000)": (ValueError, r"max_tp must be an integer between 1 and 64, got 1000",
                               lambda n: n.check_tp(lambda s, spec: s, max_tp=1000)),
-    "ns(steps='5')": (TypeError, r"steps must be an integer between 0 and 1000, got '5' \(str\)",
+    "ns(steps='5')": (TypeError, r"steps must be an integer, got '5' \(str\)",
                       lambda n: n.ns(_g(), steps="5")),
     "ns(steps=True)": (TypeError, r"steps must be an integer.*got True \(bool\)", lambda n: n.ns(_g(), steps=True)),
     "ns(kernel=1)": (TypeError, r"kernel must be a string, got 1 \(int\)", lambda n: n.ns(_g(), kernel=1)),
@@ -166,6 +166,9 @@ def test_big_endian_arrays_are_read_by_value():
     assert np.array_equal(nsverify.assemble(nsverify.split(G.astype(">f8"), layout), layout), G)
 
 
+@pytest.mark.xfail(reason="issue 27: compare_bits still calls equal NaN bits identical (the exact comparator's "
+                          "property layout_props.cpp:142 relies on it); the NaN-is-never-identical change was reverted",
+                   strict=True)
 def test_nan_outputs_are_never_bit_identical():
     import nsverify
     nan = np.full((2, 2), np.nan)
