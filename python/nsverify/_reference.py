@@ -60,12 +60,12 @@ def fused_layout(axis, part_sizes):
 def head_aligned_sizes(dim, kv_groups, tp):
     """Each rank's width of a dim-long axis split on kv_groups head groups."""
     return _core.head_aligned_sizes(_args.integer("dim", dim, 0), _args.integer("kv_groups", kv_groups, 1, MAX_COUNT),
-                                    _args.integer("tp", tp, 1, MAX_TP))
+                                    _args.integer("tp", tp))
 
 
 def grain_sizes(dim, tp, grain):
     """Each rank's width of a dim-long axis split in units of grain (the last rank takes the rest)."""
-    return _core.grain_sizes(_args.integer("dim", dim, 0), _args.integer("tp", tp, 1, MAX_TP),
+    return _core.grain_sizes(_args.integer("dim", dim, 0), _args.integer("tp", tp),
                              _args.integer("grain", grain, 1, MAX_COUNT))
 
 
@@ -135,7 +135,7 @@ def autotp_layout(dim, tp, axis=0, heads=0, kv_heads=0, grain=1):
     Head-aligned on the KV groups when heads are given (kv_heads=0: no GQA), grain-based otherwise
     (grain 1 training, 64 inference). axis 0 splits rows (q/k/v, gate/up), 1 columns (o, down).
     """
-    return _core.autotp_layout(_args.integer("dim", dim, 0), _args.integer("tp", tp, 1, MAX_TP),
+    return _core.autotp_layout(_args.integer("dim", dim, 0), _args.integer("tp", tp),
                                _args.integer("axis", axis, 0, 1), _args.integer("heads", heads, 0, MAX_COUNT),
                                _args.integer("kv_heads", kv_heads, 0, MAX_COUNT), _args.integer("grain", grain, 1, MAX_COUNT))
 
@@ -144,7 +144,7 @@ def fused_qkv_layout(heads, kv_heads, head_dim, tp):
     """The layout of a fused [Q; K; V] matrix (rows (heads + 2 kv_heads) * head_dim): each part split
     head-aligned on the KV groups, each rank's three pieces concatenated."""
     heads, kv_heads = _args.integer("heads", heads, 1, MAX_COUNT), _args.integer("kv_heads", kv_heads, 1, MAX_COUNT)
-    head_dim, tp = _args.integer("head_dim", head_dim, 1, MAX_COUNT), _args.integer("tp", tp, 1, MAX_TP)
+    head_dim, tp = _args.integer("head_dim", head_dim, 1, MAX_COUNT), _args.integer("tp", tp)
     q, kv = heads * head_dim, kv_heads * head_dim
     sizes = [head_aligned_sizes(q, kv_heads, tp), head_aligned_sizes(kv, kv_heads, tp),
              head_aligned_sizes(kv, kv_heads, tp)]
@@ -164,7 +164,7 @@ def run_strategy(G, strategy, tp, axis=0, heads=0, kv_heads=0, grain=1, target=N
     ranks[] with bytes and FLOPs), plus "outputs" (each rank's block), "target_result" and "layout".
     knobs: those of ``config``.
     """
-    return _core.run_strategy(G, _args.text("strategy", strategy), _args.integer("tp", tp, 1, MAX_TP),
+    return _core.run_strategy(G, _args.text("strategy", strategy), _args.integer("tp", tp),
                               _args.integer("axis", axis, 0, 1), _args.integer("heads", heads, 0, MAX_COUNT),
                               _args.integer("kv_heads", kv_heads, 0, MAX_COUNT), _args.integer("grain", grain, 1, MAX_COUNT),
                               _args.optional_text("target", target) or "", _args.text("reduction_order", reduction_order),
@@ -176,7 +176,7 @@ def plan_strategy(strategy, rows, cols, tp, axis=0, heads=0, kv_heads=0, grain=1
     """The cost model: per-rank FLOPs, bytes, messages, extra memory and alpha-beta time of a strategy
     on a rows x cols matrix (cost_model.hpp; defaults: one H200 and NVLink 4)."""
     return _core.plan_strategy(_args.text("strategy", strategy), _args.integer("rows", rows, 1),
-                               _args.integer("cols", cols, 1), _args.integer("tp", tp, 1, MAX_TP),
+                               _args.integer("cols", cols, 1), _args.integer("tp", tp),
                                _args.integer("axis", axis, 0, 1), _args.integer("heads", heads, 0, MAX_COUNT),
                                _args.integer("kv_heads", kv_heads, 0, MAX_COUNT), _args.integer("grain", grain, 1, MAX_COUNT),
                                config(**knobs), _args.number("latency_us", latency_us),
