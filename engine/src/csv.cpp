@@ -1,13 +1,6 @@
 #include "nsv/engine/csv.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <cstdint>
 #include <stdexcept>
 
 namespace nsv::engine {
@@ -65,18 +58,12 @@ std::vector<std::string> csv_split(const std::string& line) {
   return out;
 }
 
-std::vector<std::string> read_lines(const std::string& path, bool truncate_partial, std::size_t* dropped_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+std::vector<std::string> read_lines(const std::string& path, std::size_t* dropped_bytes, FileRole role) {
+  // A sweep CSV holds at most 1,000,000 rows of a few hundred bytes.
+  const std::string text = read_input_file(path, "CSV file", std::uint64_t{1} << 32, role);
   const std::size_t last_nl = text.rfind('\n');
   const std::size_t complete = last_nl == std::string::npos ? 0 : last_nl + 1;
   if (dropped_bytes) *dropped_bytes = text.size() - complete;
-  if (truncate_partial && complete < text.size())
-    if (::truncate(path.c_str(), static_cast<off_t>(complete)) != 0)
-      throw std::runtime_error("cannot drop the partial last line of " + path + ": " + std::strerror(errno));
   std::vector<std::string> lines;
   std::size_t at = 0;
   while (at < complete) {
@@ -87,29 +74,6 @@ std::vector<std::string> read_lines(const std::string& path, bool truncate_parti
     at = nl + 1;
   }
   return lines;
-}
-
-AppendFile::AppendFile(const std::string& path, bool truncate) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
-  if (fd_ < 0) throw std::runtime_error("cannot open " + path + " for writing: " + std::strerror(errno));
-}
-
-AppendFile::~AppendFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void AppendFile::append(const std::string& line) {
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error("cannot write to " + path_ + ": " + std::strerror(errno));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
 }
 
 }  // namespace nsv::engine

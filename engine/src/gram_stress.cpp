@@ -167,7 +167,7 @@ std::vector<std::string> gram_stress_fields(const GramStressRow& r) {
 
 nlohmann::json gram_stress_summary(const std::string& csv_path, const GramStressSpec& spec) {
   if (!std::filesystem::exists(csv_path)) return nullptr;
-  const std::vector<std::string> lines = read_lines(csv_path, false);
+  const std::vector<std::string> lines = read_lines(csv_path, nullptr, FileRole::earlier_output);
   if (lines.empty() || csv_split(lines[0]) != gram_stress_header())
     throw std::runtime_error(csv_path + ": not a gram stress-test table (its header differs from nsv's); rerun nsv report --only gram_stress");
   // restart list -> method -> metric -> values

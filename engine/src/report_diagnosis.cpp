@@ -50,14 +50,14 @@ nlohmann::json run_report_diagnosis(const std::string& runs_dir, const std::stri
   if (!fs::exists(description)) return {{"available", false}, {"runs", runs_dir}};
   const auto meta = nlohmann::json::parse(read_input_file(description.string(), "run description"));
   const MuonConfig cfg = muon_of(meta, description.string());
-  const ModelDims dims = load_model_config(config).dims;
+  const ModelConfig model = load_model_config(config);
   const auto backend = make_cpu_backend();
-  const RunDump reference = load_run_dump({(runs / "reference").string()});
+  const RunDump reference = load_run_dump({(runs / "reference").string()}, model, 1);
   nlohmann::json cases = nlohmann::json::array(), all = nlohmann::json::array();
   for (int tp : meta.at("tps").get<std::vector<int>>()) {
     const fs::path dir = runs / ("tp" + std::to_string(tp));
     for (const std::string& run : subfolders(dir)) {
-      const Diagnosis d = diagnose(*backend, reference, load_run_dump({dir.string(), (dir / run).string()}), dims, tp, cfg);
+      const Diagnosis d = diagnose(*backend, reference, load_run_dump({dir.string(), (dir / run).string()}, model, tp), model, tp, cfg);
       const std::string command = "nsv diagnose --config " + config + " --tp " + std::to_string(tp) + " --kernel " +
                                   std::string(kernel_name(cfg.ns.kernel)) + " --reference " + (runs / "reference").string() +
                                   " --candidate " + dir.string() + "," + (dir / run).string();

@@ -1,5 +1,6 @@
 #include "nsv/engine/sweep_resume.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <unordered_map>
@@ -17,7 +18,7 @@ const std::string& header_line() {
 // Reads every row of an earlier run into the cases of `out.rows` still empty (a row already there
 // is kept); returns false when the file is empty.
 bool read_earlier_rows(const std::string& path, const SweepPlan& plan, SweepFile& out) {
-  const auto lines = read_lines(path, false, &out.dropped_partial_bytes);
+  const auto lines = read_lines(path, &out.dropped_partial_bytes, FileRole::earlier_output);
   if (lines.empty()) return false;
   if (lines[0] + "\n" != header_line())
     throw std::invalid_argument(path + " does not start with this version's sweep header; it was not written by "
@@ -60,19 +61,27 @@ SweepFile open_sweep_file(const std::string& out, bool resume, const SweepPlan& 
   SweepFile result;
   result.rows.resize(plan.cases.size());
   const std::string partial = partial_sweep_path(out);
+  // Anything at the path, a dangling symlink or a FIFO included: each is then read as an earlier
+  // output (a regular file, never through a symlink, never blocking), or refused.
+  const auto occupied = [](const std::string& p) {
+    std::error_code ec;
+    return std::filesystem::exists(std::filesystem::symlink_status(p, ec));
+  };
   bool fresh = true;
+  std::uint64_t partial_kept = 0;
   if (resume) {
     // OUT is only ever written whole (finish_sweep_file), so only OUT.partial can end in a torn
     // line; rows of OUT come first, OUT.partial fills the cases OUT lacks (read_earlier_rows
     // never replaces a row it already holds).
-    if (std::filesystem::exists(out)) read_earlier_rows(out, plan, result);
+    if (occupied(out)) read_earlier_rows(out, plan, result);
     result.dropped_partial_bytes = 0;
-    if (std::filesystem::exists(partial)) {
+    if (occupied(partial)) {
       fresh = !read_earlier_rows(partial, plan, result);
-      if (result.dropped_partial_bytes > 0) read_lines(partial, true);  // cut the partial line off the file
+      partial_kept = std::filesystem::file_size(partial) - result.dropped_partial_bytes;
     }
   }
   result.file = std::make_unique<AppendFile>(partial, fresh);
+  if (result.dropped_partial_bytes > 0) result.file->cut_to(partial_kept);  // the torn last line
   if (fresh) result.file->append(header_line());
   return result;
 }

@@ -8,14 +8,20 @@
 
 #include "audit_stages.hpp"
 #include "nsv/invalid_field.hpp"
+#include "nsv/resources.hpp"
 
 namespace nsv {
 
 void AuditOptions::validate() const {
   if (tp < 1 || tp > 1024) throw InvalidField("tp", "must be between 1 and 1024, got " + std::to_string(tp));
-  if (grain < 1) throw InvalidField("grain", "must be >= 1, got " + std::to_string(grain));
-  if (measure_max_elements < 1)
-    throw InvalidField("measure_max_elements", "must be >= 1, got " + std::to_string(measure_max_elements));
+  // The command line's limits, here so that every front end (nsv audit, nsverify.audit) has them.
+  if (grain < 1 || grain > (std::int64_t{1} << 20))
+    throw InvalidField("grain", "must be between 1 and 1048576, got " + std::to_string(grain));
+  if (measure_max_elements < 1 || measure_max_elements > (std::int64_t{1} << 30))
+    throw InvalidField("measure_max_elements", "must be between 1 and 1073741824 (2^30), got " + std::to_string(measure_max_elements));
+  if (measure)  // a measured proxy holds about measure_max_elements elements: refused before it is allocated
+    require_memory(ns_working_bytes(measure_max_elements, 1), "measure_max_elements",
+                   std::to_string(measure_max_elements) + "-element measured matrices");
   ns.validate();
   cost.validate();
 }

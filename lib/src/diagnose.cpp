@@ -2,17 +2,17 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "diagnose_bounds.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
+#include "nsv/model_config.hpp"
 
 namespace nsv {
 namespace {
-
-std::string shape_text(std::int64_t rows, std::int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
 // One run's dumped matrices of one parameter, assembled to the whole shape.
 struct RunInputs {
@@ -22,10 +22,11 @@ struct RunInputs {
   bool inputs_narrower_than_fp32 = false;
 };
 
-// kind at every rank 0..layout.tp()-1, each of its shard's shape, assembled; nullopt when no rank
-// dumped it. Throws when only some ranks did or a shard's shape is wrong.
-std::optional<MatD> assembled(const RunDump& dump, const std::string& name, DumpKind kind, const MuonParam& p, const Layout& layout,
-                              DType* dtype, bool* narrow) {
+// kind at every rank 0..layout.tp()-1 assembled (load_run_dump has checked each shard's shape
+// against the layout, assemble checks it again); nullopt when no rank dumped it. Throws when only
+// some ranks did.
+std::optional<MatD> assembled(const RunDump& dump, const std::string& name, DumpKind kind, const Layout& layout, DType* dtype,
+                              bool* narrow) {
   std::vector<MatD> shards;
   std::vector<int> missing;
   for (int r = 0; r < layout.tp(); ++r) {
@@ -34,15 +35,6 @@ std::optional<MatD> assembled(const RunDump& dump, const std::string& name, Dump
       missing.push_back(r);
       continue;
     }
-    const std::int64_t w = layout.width(r);
-    const std::int64_t rows = layout.axis == 0 ? w : p.rows, cols = layout.axis == 0 ? p.cols : w;
-    if (m->values.rows() != rows || m->values.cols() != cols)
-      throw std::invalid_argument(
-          m->file + ": tensor '" + m->tensor + "' is " + shape_text(m->values.rows(), m->values.cols()) + ", but " +
-          (layout.tp() == 1 ? name + " of this model is " + shape_text(p.rows, p.cols) + " (the reference is the tp = 1 run)"
-                            : "rank " + std::to_string(r) + "'s shard of " + name + " (" + shape_text(p.rows, p.cols) + ") at tp = " +
-                                  std::to_string(layout.tp()) + " is " + shape_text(rows, cols) + " under AutoTP's layout (split on dim " +
-                                  std::to_string(layout.axis) + ")"));
     if (!all_finite(m->values)) throw std::invalid_argument(m->file + ": tensor '" + m->tensor + "' holds NaN or Inf");
     if (dtype) *dtype = m->dtype;
     if (narrow && (m->dtype == DType::bf16 || m->dtype == DType::fp16)) *narrow = true;
@@ -55,13 +47,12 @@ std::optional<MatD> assembled(const RunDump& dump, const std::string& name, Dump
   return assemble(shards, layout);
 }
 
-std::optional<RunInputs> load_inputs(const RunDump& dump, const std::string& name, const MuonParam& p, const Layout& layout,
-                                     const char* run) {
+std::optional<RunInputs> load_inputs(const RunDump& dump, const std::string& name, const Layout& layout, const char* run) {
   RunInputs in;
-  auto delta = assembled(dump, name, DumpKind::delta, p, layout, &in.delta_dtype, nullptr);
-  auto grad = assembled(dump, name, DumpKind::grad, p, layout, nullptr, &in.inputs_narrower_than_fp32);
-  in.momentum = assembled(dump, name, DumpKind::momentum, p, layout, nullptr, &in.inputs_narrower_than_fp32);
-  in.weight = assembled(dump, name, DumpKind::weight, p, layout, nullptr, nullptr);
+  auto delta = assembled(dump, name, DumpKind::delta, layout, &in.delta_dtype, nullptr);
+  auto grad = assembled(dump, name, DumpKind::grad, layout, nullptr, &in.inputs_narrower_than_fp32);
+  in.momentum = assembled(dump, name, DumpKind::momentum, layout, nullptr, &in.inputs_narrower_than_fp32);
+  in.weight = assembled(dump, name, DumpKind::weight, layout, nullptr, nullptr);
   if (!delta && !grad && !in.momentum && !in.weight) return std::nullopt;
   if (!delta) throw std::invalid_argument(std::string("the ") + run + " dumps " + name + " but not its delta (w_after - w_before)");
   if (!grad) throw std::invalid_argument(std::string("the ") + run + " dumps " + name + " but not its gradient");
@@ -140,8 +131,9 @@ MatrixComparison compare_matrices(const MatD& a, const MatD& reference) {
           compare_bits(a, reference, DType::fp32).identical};
 }
 
-Diagnosis diagnose(const Backend& b, const RunDump& reference, const RunDump& candidate, const ModelDims& dims, int tp,
+Diagnosis diagnose(const Backend& b, const RunDump& reference, const RunDump& candidate, const ModelConfig& model, int tp,
                    const MuonConfig& cfg) {
+  const ModelDims& dims = model.dims;
   if (tp < 1) throw InvalidField("tp", "must be at least 1, got " + std::to_string(tp));
   if (!(cfg.lr > 0)) throw InvalidField("lr", "must be positive (the update is recovered as -delta / lr), got " + std::to_string(cfg.lr));
   cfg.ns.validate();
@@ -155,50 +147,54 @@ Diagnosis diagnose(const Backend& b, const RunDump& reference, const RunDump& ca
   d.tp = tp;
   d.muon = cfg;
   for (const RunDump* dump : {&reference, &candidate}) d.skipped.insert(d.skipped.end(), dump->skipped.begin(), dump->skipped.end());
-  std::vector<std::string> known;
-  for (std::int64_t layer = 0; layer < dims.layers; ++layer) {
-    for (const MuonParam& p : llama_layer_params(dims)) {
-      const std::string name = canonical_param_name(layer, p.name);
-      known.push_back(name);
-      const Layout whole = autotp_layout(p, 1), sharded = autotp_layout(p, tp);
-      const auto ref = load_inputs(reference, name, p, whole, "reference");
-      const auto cand = load_inputs(candidate, name, p, sharded, "candidate");
-      if (!ref && !cand) {
-        d.not_dumped.push_back(name);
-        continue;
-      }
-      if (!ref || !cand) throw std::invalid_argument(name + " is dumped by the " + (ref ? "reference" : "candidate") + " only");
-      ParamDiagnosis pd;
-      pd.param = p;
-      pd.name = name;
-      pd.widths = sharded.widths();
-      pd.first_step = !ref->momentum || !cand->momentum;
-      if (ref->momentum.has_value() != cand->momentum.has_value())
-        throw std::invalid_argument(name + ": the momentum is dumped by the " + (ref->momentum ? "reference" : "candidate") + " only");
-      pd.grad = compare_matrices(cand->grad, ref->grad);
-      pd.update = compare_matrices(cand->delta, ref->delta);
-      const auto ref_semantics = recompute(b, blend_from(*ref, cfg), p, whole, cfg);
-      const auto cand_semantics = recompute(b, blend_from(*cand, cfg), p, sharded, cfg);
-      pd.reference = judge(*ref, ref_semantics, cfg);
-      pd.candidate = judge(*cand, cand_semantics, cfg);
-      const Semantics s = pd.reference.match.value_or(Semantics::whole);
-      const SemanticsFit *fr = fit_of(pd.reference, s), *fc = fit_of(pd.candidate, s);
-      if (fr && fc && cand_semantics.count(s)) {
-        pd.input_difference = rel_diff(cand_semantics.at(s).fp64, ref_semantics.at(s).fp64);
-        pd.invariance_bound = detail::invariance_bound(pd.input_difference, fr->bound, fc->bound);
-        const MatD u_ref = -(ref->delta + cfg.lr * cfg.weight_decay * *ref->weight) / cfg.lr;
-        const MatD u_cand = -(cand->delta + cfg.lr * cfg.weight_decay * *cand->weight) / cfg.lr;
-        pd.tp_invariant = rel_diff(u_cand, u_ref) <= pd.invariance_bound;
-      }
-      d.params.push_back(std::move(pd));
+  std::set<std::string> known;
+  for (const DumpedParam& dp : dump_params(model)) {  // the family's own matrices and names
+    const MuonParam& p = dp.param;
+    const std::string& name = dp.name;
+    known.insert(name);
+    const Layout whole = autotp_layout(p, 1), sharded = autotp_layout(p, tp);
+    const auto ref = load_inputs(reference, name, whole, "reference");
+    const auto cand = load_inputs(candidate, name, sharded, "candidate");
+    if (!ref && !cand) {
+      d.not_dumped.push_back(name);
+      continue;
     }
+    if (!ref || !cand) throw std::invalid_argument(name + " is dumped by the " + (ref ? "reference" : "candidate") + " only");
+    ParamDiagnosis pd;
+    pd.param = p;
+    pd.name = name;
+    pd.widths = sharded.widths();
+    pd.first_step = !ref->momentum || !cand->momentum;
+    if (ref->momentum.has_value() != cand->momentum.has_value())
+      throw std::invalid_argument(name + ": the momentum is dumped by the " + (ref->momentum ? "reference" : "candidate") + " only");
+    pd.grad = compare_matrices(cand->grad, ref->grad);
+    pd.update = compare_matrices(cand->delta, ref->delta);
+    const auto ref_semantics = recompute(b, blend_from(*ref, cfg), p, whole, cfg);
+    const auto cand_semantics = recompute(b, blend_from(*cand, cfg), p, sharded, cfg);
+    pd.reference = judge(*ref, ref_semantics, cfg);
+    pd.candidate = judge(*cand, cand_semantics, cfg);
+    const Semantics s = pd.reference.match.value_or(Semantics::whole);
+    const SemanticsFit *fr = fit_of(pd.reference, s), *fc = fit_of(pd.candidate, s);
+    if (fr && fc && cand_semantics.count(s)) {
+      pd.input_difference = rel_diff(cand_semantics.at(s).fp64, ref_semantics.at(s).fp64);
+      pd.invariance_bound = detail::invariance_bound(pd.input_difference, fr->bound, fc->bound);
+      const MatD u_ref = -(ref->delta + cfg.lr * cfg.weight_decay * *ref->weight) / cfg.lr;
+      const MatD u_cand = -(cand->delta + cfg.lr * cfg.weight_decay * *cand->weight) / cfg.lr;
+      pd.tp_invariant = rel_diff(u_cand, u_ref) <= pd.invariance_bound;
+    }
+    d.params.push_back(std::move(pd));
   }
   for (const RunDump* dump : {&reference, &candidate})
     for (const auto& [key, m] : dump->matrices)
-      if (std::find(known.begin(), known.end(), key.param) == known.end())
+      if (known.count(key.param) == 0)
         throw std::invalid_argument(m.file + ": tensor '" + m.tensor + "' is " + key.param + ", which the model (" + dims.name + ", " +
                                     std::to_string(dims.layers) + " layer(s)) does not have");
-  if (d.params.empty()) throw std::invalid_argument("the reference and the candidate hold no Muon matrix of the model");
+  if (d.params.empty()) {
+    std::string names;
+    for (const MuonParam& p : model.layer_params()) names += (names.empty() ? "" : ", ") + p.name;
+    throw std::invalid_argument("the reference and the candidate hold no Muon matrix of the model (the " + model.model_type +
+                                " family's matrices are named " + names + ")");
+  }
   return d;
 }
 

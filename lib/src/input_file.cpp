@@ -8,34 +8,26 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "nsv/output_file.hpp"
+
 namespace nsv {
-namespace {
 
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-}  // namespace
-
-InputFile::InputFile(const std::string& path, std::string_view what) : path_(path), what_(what) {
+InputFile::InputFile(const std::string& path, std::string_view what, FileRole role) : path_(path), what_(what) {
   const auto refuse = [&](const std::string& why) { throw std::runtime_error(path_ + ": " + why); };
   const auto not_regular = [&](mode_t mode) {
-    refuse("the " + what_ + " is " + kind_of(mode) + ", not a regular file: give the path of a file");
+    refuse("the " + what_ + " is " + detail::file_kind_text(mode) + ", not a regular file: give the path of a file");
   };
   // stat first, so that a device is never opened (opening one can have effects); then check the
-  // descriptor itself, in case the path was replaced in between.
+  // descriptor itself, in case the path was replaced in between. An earlier output is never read
+  // through a symlink (lstat, O_NOFOLLOW): it is about to be replaced or appended to.
+  const bool own = role == FileRole::earlier_output;
   struct stat st {};
-  if (::stat(path_.c_str(), &st) != 0) {
+  if ((own ? ::lstat(path_.c_str(), &st) : ::stat(path_.c_str(), &st)) != 0) {
     const int err = errno;
     refuse("cannot open the " + what_ + ": " + std::strerror(err));
   }
   if (!S_ISREG(st.st_mode)) not_regular(st.st_mode);
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (own ? O_NOFOLLOW : 0));
   if (fd_ < 0) {
     const int err = errno;
     refuse("cannot open the " + what_ + ": " + std::strerror(err));
@@ -48,6 +40,7 @@ InputFile::InputFile(const std::string& path, std::string_view what) : path_(pat
     not_regular(st.st_mode);
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
+  if (!own) detail::record_run_input(st.st_dev, st.st_ino, path_, what_);
 }
 
 InputFile::~InputFile() {
@@ -82,8 +75,23 @@ std::string InputFile::read_rest(std::uint64_t max_bytes) {
   return text;
 }
 
-std::string read_input_file(const std::string& path, std::string_view what, std::uint64_t max_bytes) {
-  InputFile in(path, what);
+void InputFile::read_at(std::uint64_t offset, void* dst, std::size_t n) {
+  auto* out = static_cast<char*>(dst);
+  std::size_t done = 0;
+  while (done < n) {
+    const ::ssize_t got = ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
+    if (got == 0) throw std::runtime_error(path_ + ": the " + what_ + " is truncated (it shrank while being read)");
+    if (got < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      throw std::runtime_error(path_ + ": cannot read the " + what_ + ": " + std::strerror(err));
+    }
+    done += static_cast<std::size_t>(got);
+  }
+}
+
+std::string read_input_file(const std::string& path, std::string_view what, std::uint64_t max_bytes, FileRole role) {
+  InputFile in(path, what, role);
   return in.read_rest(max_bytes);
 }
 

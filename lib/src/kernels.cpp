@@ -7,6 +7,7 @@
 
 #include "nsv/config_schema.hpp"
 #include "nsv/invalid_field.hpp"
+#include "checked.hpp"
 
 namespace nsv {
 
@@ -75,23 +76,32 @@ DType normalization_dtype(const NsConfig& cfg) {
   return cfg.dtype == DType::fp64 ? DType::fp64 : DType::fp32;
 }
 
+// Exact: every product and sum is checked, and a count past 2^64 - 1 throws std::overflow_error
+// (a wrapped count would rank strategies by garbage).
 std::uint64_t ns_flops(const NsConfig& cfg, std::int64_t rows, std::int64_t cols) {
+  if (rows < 0 || cols < 0)
+    throw InvalidField("shape", "must have non-negative rows and cols, got " + std::to_string(rows) + "x" + std::to_string(cols));
+  using detail::checked_add, detail::checked_mul;
+  const std::string what = "the NS FLOP count of a " + std::to_string(rows) + "x" + std::to_string(cols) + " matrix";
+  const auto mul = [&](std::uint64_t a, std::uint64_t b) { return checked_mul(a, b, what); };
+  const auto add = [&](std::uint64_t a, std::uint64_t b) { return checked_add(a, b, what); };
   const auto p = static_cast<std::uint64_t>(std::min(rows, cols));
   const auto q = static_cast<std::uint64_t>(std::max(rows, cols));
   const auto steps = static_cast<std::uint64_t>(cfg.steps);
-  const std::uint64_t gram = 2 * p * p * q, apply = 2 * p * p * q, small = 2 * p * p * p;
-  if (cfg.kernel == Kernel::standard || p == q) return steps * (gram + small + apply);
+  const std::uint64_t pp2 = mul(2, mul(p, p));
+  const std::uint64_t gram = mul(pp2, q), apply = gram, small = mul(pp2, p);
+  if (cfg.kernel == Kernel::standard || p == q) return mul(steps, add(add(gram, small), apply));
   // Gram loop: one Gram at the start and one per restart, one application of Q per restart and
   // at the end; per step the polynomial (1 small product), Q's update (1, except on the first
   // step after a (re)start) and R's update (2, except before a restart and after the last step).
   if (cfg.steps == 0) return 0;
-  std::uint64_t f = gram + apply;
+  std::uint64_t f = add(gram, apply);
   for (int i = 0; i < cfg.steps; ++i) {
     const bool fresh_q = i == 0 || cfg.restarts_before(i);
-    if (cfg.restarts_before(i)) f += gram + apply;
-    f += small;
-    if (!fresh_q) f += small;
-    if (i < cfg.steps - 1 && !cfg.restarts_before(i + 1)) f += 2 * small;
+    if (cfg.restarts_before(i)) f = add(f, add(gram, apply));
+    f = add(f, small);
+    if (!fresh_q) f = add(f, small);
+    if (i < cfg.steps - 1 && !cfg.restarts_before(i + 1)) f = add(f, mul(2, small));
   }
   return f;
 }

@@ -8,8 +8,12 @@
 namespace nsv {
 namespace {
 
+// The largest tensor-parallel degree any layout function accepts (nsv shard/sweep --tp).
+constexpr int kMaxTp = 4096;
+
 void check_tp(int tp) {
-  if (tp < 1) throw InvalidField("tp", "must be >= 1, got " + std::to_string(tp));
+  // The command line's limit, here so that every front end has it (a layout holds tp ranges).
+  if (tp < 1 || tp > kMaxTp) throw InvalidField("tp", "must be between 1 and " + std::to_string(kMaxTp) + ", got " + std::to_string(tp));
 }
 
 }  // namespace
@@ -245,9 +249,23 @@ std::vector<MatD> split(const MatD& m, const Layout& layout) {
 }
 
 MatD assemble(const std::vector<MatD>& shards, const Layout& layout) {
-  if (static_cast<int>(shards.size()) != layout.tp()) throw std::invalid_argument("assemble: one shard per rank");
+  if (static_cast<int>(shards.size()) != layout.tp())
+    throw std::invalid_argument("assemble: shards must hold one matrix per rank: the layout has " + std::to_string(layout.tp()) +
+                                " rank(s), got " + std::to_string(shards.size()) + " shard(s)");
   const MatD& any = shards[0];
   const std::int64_t other = layout.axis == 0 ? any.cols() : any.rows();
+  // Every shard's shape against the layout before anything is copied (a short shard would be read
+  // out of bounds).
+  for (int r = 0; r < layout.tp(); ++r) {
+    const MatD& s = shards[static_cast<std::size_t>(r)];
+    const std::int64_t w = layout.width(r);
+    const std::int64_t rows = layout.axis == 0 ? w : other, cols = layout.axis == 0 ? other : w;
+    if (s.rows() != rows || s.cols() != cols)
+      throw std::invalid_argument("assemble: shards[" + std::to_string(r) + "] is " + std::to_string(s.rows()) + "x" +
+                                  std::to_string(s.cols()) + ", but rank " + std::to_string(r) + "'s shard under this layout (axis " +
+                                  std::to_string(layout.axis) + ", dim " + std::to_string(layout.dim) + ") is " + std::to_string(rows) +
+                                  "x" + std::to_string(cols) + " (its " + (layout.axis == 0 ? "cols" : "rows") + " those of shards[0])");
+  }
   MatD m = layout.axis == 0 ? MatD(layout.dim, other) : MatD(other, layout.dim);
   for (int r = 0; r < layout.tp(); ++r) {
     const MatD& s = shards[static_cast<std::size_t>(r)];

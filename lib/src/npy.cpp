@@ -1,14 +1,9 @@
 #include "nsv/npy.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
@@ -188,9 +183,7 @@ std::string shape_text(const std::vector<long>& shape) {
   return t + (shape.size() == 1 ? ",)" : ")");
 }
 
-}  // namespace
-
-NpyArray read_npy(const std::string& path) {
+NpyArray read_npy_file(const std::string& path, const std::function<void(const std::vector<long>&)>& check_shape, bool header_only) {
   InputFile in(path, ".npy file");
   char magic[8];
   if (in.read(magic, 8) != 8 || std::memcmp(magic, "\x93NUMPY", 6) != 0)
@@ -251,6 +244,8 @@ NpyArray read_npy(const std::string& path) {
   if (count * width < data_bytes)
     fail(path, "trailing bytes after the data: the shape " + shape_text(a.shape) + " needs " + std::to_string(count * width) +
                    " bytes, the file holds " + std::to_string(data_bytes) + " after the header");
+  if (check_shape) check_shape(a.shape);  // the caller's expectations, before the data is allocated
+  if (header_only) return a;
   a.values.resize(count);
   if (a.dtype == DType::fp64) {
     if (in.read(a.values.data(), count * 8) != count * 8) fail(path, "truncated data (the file shrank while being read)");
@@ -264,6 +259,14 @@ NpyArray read_npy(const std::string& path) {
   return a;
 }
 
+}  // namespace
+
+NpyArray read_npy(const std::string& path, const std::function<void(const std::vector<long>&)>& check_shape) {
+  return read_npy_file(path, check_shape, false);
+}
+
+NpyArray read_npy_header(const std::string& path) { return read_npy_file(path, {}, true); }
+
 MatD NpyArray::matrix() const {
   if (shape.size() != 2)
     throw std::runtime_error("expected a 2-D matrix, got a 3-D batch (use a command that takes batches)");
@@ -276,39 +279,6 @@ Batch NpyArray::batch() const {
   const long per = shape[1] * shape[2];
   for (long i = 0; i < shape[0]; ++i) b.push_back(Eigen::Map<const MatD>(values.data() + i * per, shape[1], shape[2]));
   return b;
-}
-
-void write_file_atomically(const std::string& path, const std::string& contents) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::string tmp_name = target.filename().string();
-  tmp_name.insert(0, 1, '.');
-  tmp_name += ".nsv-tmp";
-  const fs::path tmp = target.parent_path() / tmp_name;
-  // Every failure keeps the errno of the call that failed (before close/remove can overwrite it),
-  // removes the temporary and leaves the target as it was: it is only ever replaced by rename.
-  const auto give_up = [&](int fd, int err, const std::string& what) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(path + ": " + what + ": " + std::strerror(err));
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int err = errno;
-    throw std::runtime_error(path + ": cannot write (does the folder exist and is it writable?): " + std::strerror(err));
-  }
-  for (std::size_t done = 0; done < contents.size();) {
-    const ::ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      const int err = errno;
-      if (err == EINTR) continue;
-      give_up(fd, err, "write failed");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) give_up(fd, errno, "write failed");
-  if (::close(fd) != 0) give_up(-1, errno, "write failed");
-  if (::rename(tmp.c_str(), target.c_str()) != 0) give_up(-1, errno, "cannot replace the file");
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -15,8 +16,15 @@
 namespace nsv {
 namespace {
 
-// Ordered: the header's own key order, so that tensors at one offset (empty ones) keep it.
-using json = nlohmann::ordered_json;
+// A std::map-backed JSON (O(log n) per key: nlohmann::ordered_json finds each key by a linear
+// scan, quadratic in the tensor count). The header's own key order, which tensors at one offset
+// (empty ones) keep, is recorded by parse_header.
+using json = nlohmann::json;
+
+struct Header {
+  json object;
+  std::vector<std::string> names;  // the top-level keys, in the header's order
+};
 
 [[noreturn]] void fail(const std::string& source, const std::string& why) { throw std::runtime_error(source + ": " + why); }
 [[noreturn]] void fail_tensor(const std::string& source, const std::string& name, const std::string& why) {
@@ -64,39 +72,76 @@ void check_name(const std::string& source, const std::string& name) {
 
 // The header as a JSON object, refusing duplicate keys at any depth and nesting deeper than the
 // format uses (header object > entry object > shape/offsets array), which also bounds the memory
-// a hostile header can make the parser build.
-json parse_header(const std::string& source, std::string_view text) {
-  std::vector<std::set<std::string>> keys_of_open_objects;
-  int open_containers = 0;
-  const json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (++open_containers > 3)
-          fail(source, "the header nests objects or arrays deeper than a safetensors header does (object > tensor > shape)");
-        if (event == json::parse_event_t::object_start) keys_of_open_objects.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        keys_of_open_objects.pop_back();
-        --open_containers;
-        break;
-      case json::parse_event_t::array_end:
-        --open_containers;
-        break;
-      case json::parse_event_t::key: {
-        const auto& key = parsed.get_ref<const std::string&>();
-        if (!keys_of_open_objects.back().insert(key).second)
-          fail(source, "the header holds the key '" + key.substr(0, 200) + "' twice" +
-                           (keys_of_open_objects.size() == 1 ? " (two tensors with one name)" : " (in one entry)"));
-        break;
-      }
-      case json::parse_event_t::value:
-        break;
-    }
-    return true;
-  };
+// a hostile header can make the parser build. A SAX handler around nlohmann's own DOM builder:
+// linear in the header's size (nlohmann's callback parser rescans the enclosing object for a
+// discarded value at the end of every entry, quadratic in the tensor count: minutes on a 100 MB
+// header).
+class HeaderBuilder {
+ public:
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using string_t = json::string_t;
+  using binary_t = json::binary_t;
+
+  HeaderBuilder(const std::string& source, Header& out) : source_(source), out_(out), dom_(out.object, true) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) { return dom_.number_float(v, s); }
+  bool string(string_t& v) { return dom_.string(v); }
+  bool binary(binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    open();
+    keys_of_open_objects_.emplace_back();
+    return dom_.start_object(n);
+  }
+  bool end_object() {
+    keys_of_open_objects_.pop_back();
+    --open_containers_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    open();
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    --open_containers_;
+    return dom_.end_array();
+  }
+  bool key(string_t& key) {
+    if (!keys_of_open_objects_.back().insert(key).second)
+      fail(source_, "the header holds the key '" + key.substr(0, 200) + "' twice" +
+                        (keys_of_open_objects_.size() == 1 ? " (two tensors with one name)" : " (in one entry)"));
+    if (keys_of_open_objects_.size() == 1) out_.names.push_back(key);
+    return dom_.key(key);
+  }
+  template <class Exception>
+  bool parse_error(std::size_t at, const std::string& token, const Exception& e) {
+    return dom_.parse_error(at, token, e);  // throws e
+  }
+
+ private:
+  void open() {
+    if (++open_containers_ > 3)
+      fail(source_, "the header nests objects or arrays deeper than a safetensors header does (object > tensor > shape)");
+  }
+
+  const std::string& source_;
+  Header& out_;
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::vector<std::set<std::string>> keys_of_open_objects_;
+  int open_containers_ = 0;
+};
+
+Header parse_header(const std::string& source, std::string_view text) {
+  Header out;
+  HeaderBuilder builder(source, out);
   try {
-    return json::parse(text.begin(), text.end(), check);
+    json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json, true);
+    return out;
   } catch (const json::parse_error& e) {
     fail(source, std::string("the header is not valid JSON (names must be UTF-8): ") + e.what());
   } catch (const json::exception& e) {  // valid JSON nlohmann cannot hold, e.g. a number past double's range
@@ -233,45 +278,90 @@ std::string_view safetensors_dtype_name(DType d) {
   return "?";
 }
 
-SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& source) {
-  if (bytes.size() < 8) fail(source, "not a safetensors file: " + std::to_string(bytes.size()) + " bytes, fewer than the 8 of the header length");
+namespace {
+
+// The 8-byte header length, checked against the format's limit and the file's size.
+std::uint64_t header_length(std::string_view first8, std::uint64_t file_size, const std::string& source) {
+  if (file_size < 8 || first8.size() < 8)
+    fail(source, "not a safetensors file: " + std::to_string(file_size) + " bytes, fewer than the 8 of the header length");
   std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(first8[static_cast<std::size_t>(i)]);
   if (n > kMaxSafetensorsHeaderBytes)
     fail(source, "the header length field says " + std::to_string(n) + " bytes, more than the format's limit of " +
                      std::to_string(kMaxSafetensorsHeaderBytes) + ": the file is damaged or not a safetensors file");
-  if (n > bytes.size() - 8)
-    fail(source, "the header length field says " + std::to_string(n) + " bytes, the file holds " + std::to_string(bytes.size() - 8) +
+  if (n > file_size - 8)
+    fail(source, "the header length field says " + std::to_string(n) + " bytes, the file holds " + std::to_string(file_size - 8) +
                      " after it: the file is truncated or not a safetensors file");
-  const std::string_view text = bytes.substr(8, n);
-  if (text.empty() || text.front() != '{') fail(source, "the header does not start with '{': not a safetensors file");
-  const json header = parse_header(source, text);
-  if (!header.is_object()) fail(source, "the header is not a JSON object");
+  return n;
+}
 
-  SafetensorsFile file;
-  file.source = source;
+// The index of a file of file_size bytes from its header text (the n bytes after the length).
+SafetensorsIndex index_of(std::string_view text, std::uint64_t file_size, const std::string& source) {
+  if (text.empty() || text.front() != '{') fail(source, "the header does not start with '{': not a safetensors file");
+  const Header header = parse_header(source, text);
+  if (!header.object.is_object()) fail(source, "the header is not a JSON object");
+  SafetensorsIndex index;
+  index.source = source;
+  index.data_begin = 8 + text.size();
   std::vector<Entry> entries;
-  for (const auto& [name, value] : header.items()) {
-    if (name == kMetadataKey) file.metadata = parse_metadata(source, value);
+  for (const std::string& name : header.names) {
+    const json& value = header.object.at(name);
+    if (name == kMetadataKey) index.metadata = parse_metadata(source, value);
     else entries.push_back(parse_entry(source, name, value));
   }
-  const std::string_view data = bytes.substr(8 + n);
-  check_coverage(source, entries, data.size());
-  for (Entry& e : entries) {
-    convert(e.tensor, data.data() + e.begin);
-    file.tensors.push_back(std::move(e.tensor));
-  }
+  check_coverage(source, entries, file_size - index.data_begin);
+  for (Entry& e : entries)
+    index.entries.push_back({std::move(e.tensor.name), e.tensor.dtype, std::move(e.tensor.shape), e.begin, e.end});
+  return index;
+}
+
+Tensor tensor_of(const SafetensorsEntry& e, const char* data) {
+  Tensor t{e.name, e.dtype, e.shape, {}};
+  convert(t, data);
+  return t;
+}
+
+}  // namespace
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& source) {
+  const std::uint64_t n = header_length(bytes.substr(0, 8), bytes.size(), source);
+  const SafetensorsIndex index = index_of(bytes.substr(8, n), bytes.size(), source);
+  SafetensorsFile file{source, {}, index.metadata};
+  const std::string_view data = bytes.substr(index.data_begin);
+  for (const SafetensorsEntry& e : index.entries) file.tensors.push_back(tensor_of(e, data.data() + e.begin));
   return file;
 }
 
+SafetensorsReader::SafetensorsReader(const std::string& path) : in_(std::make_unique<InputFile>(path, "safetensors file")) {
+  char first8[8];
+  const std::size_t got = in_->read(first8, 8);
+  const std::uint64_t n = header_length(std::string_view(first8, got), in_->size(), path);
+  std::string text(static_cast<std::size_t>(n), '\0');  // n <= 100 MB and within the file (checked)
+  in_->read_at(8, text.data(), text.size());
+  index_ = index_of(text, in_->size(), path);
+}
+
+SafetensorsReader::~SafetensorsReader() = default;
+
+Tensor SafetensorsReader::read(const SafetensorsEntry& e) const {
+  std::string bytes(static_cast<std::size_t>(e.end - e.begin), '\0');
+  in_->read_at(index_.data_begin + e.begin, bytes.data(), bytes.size());
+  return tensor_of(e, bytes.data());
+}
+
 SafetensorsFile read_safetensors(const std::string& path, std::uint64_t max_bytes) {
-  const std::string bytes = read_input_file(path, "safetensors file", max_bytes);
-  return parse_safetensors(bytes, path);
+  const SafetensorsReader reader(path);
+  if (reader.file_size() > max_bytes)
+    fail(path, "the safetensors file is larger than " + std::to_string(max_bytes) + " bytes, more than such a file can hold");
+  SafetensorsFile file{path, {}, reader.index().metadata};
+  for (const SafetensorsEntry& e : reader.index().entries) file.tensors.push_back(reader.read(e));
+  return file;
 }
 
 std::string encode_safetensors(const std::vector<Tensor>& tensors, const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header[std::string(kMetadataKey)] = metadata;
+  // The header's text is written entry by entry (linear: ordered_json's operator[] scans its keys).
+  std::string text = "{";
+  if (!metadata.empty()) text += json(std::string(kMetadataKey)).dump() + ":" + json(metadata).dump();
   std::string data;
   std::set<std::string> names;
   for (const Tensor& t : tensors) {
@@ -294,9 +384,11 @@ std::string encode_safetensors(const std::vector<Tensor>& tensors, const std::ma
         data.append(reinterpret_cast<const char*>(&bits), 2);
       }
     }
-    header[t.name] = {{"dtype", safetensors_dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {begin, data.size()}}};
+    text += std::string(text.size() > 1 ? "," : "") + json(t.name).dump() + ":{\"dtype\":\"" +
+            std::string(safetensors_dtype_name(t.dtype)) + "\",\"shape\":" + json(t.shape).dump() + ",\"data_offsets\":[" +
+            std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
   }
-  std::string text = header.dump();
+  text += "}";
   text.append((8 - text.size() % 8) % 8, ' ');  // the reference writer aligns the data to 8 bytes
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((text.size() >> (8 * i)) & 0xff);

@@ -53,6 +53,8 @@ open(f"{d}/coeffs_nan.txt", "w").write("3.4445 nan 2.0315\n")
 open(f"{d}/coeffs_many.txt", "w").write("3.4445 -4.7750 2.0315\n" * 1001)
 open(f"{d}/coeffs_blowup.txt", "w").write("1e300 1 1\n")
 open(f"{d}/coeffs_big.txt", "w").write("900 0 0\n")  # allowed, but 900^2 overflows fp16 (65504)
+np.save(f"{d}/big_endian.npy", rng.standard_normal((16, 32)).astype(">f4"))  # never read as native floats
+np.save(f"{d}/empty.npy", np.zeros((0, 32), dtype=np.float32))
 PY
 mkfifo "$work/fifo"
 mkdir "$work/folder"
@@ -193,6 +195,22 @@ expect_error "grads.json: invalid JSON" "grads.json is not valid JSON" "$nsv" st
 expect_error "gradient of the wrong shape" "wrongshape/step0/q_proj.npy is 3x3" "$nsv" step --grads "$work/wrongshape"
 expect_error "--grads not a folder" "no gradient folder" "$nsv" step --grads "$work/good.npy"
 expect_error "config: deeply nested value" "config|hidden_size" timeout 20 "$nsv" audit --config "$work/deep.json" --tp 2
+# Issue 27 item 5, one case per class: explicit refusals of what used to be read as garbage,
+# outputs that would overwrite an input or follow a symlink, dumps checked before they are read.
+fx="$(cd "$(dirname "$0")/../../fixtures" && pwd)"
+cp "$fx/models/tiny-llama.json" "$work/config.json"; cp "$work/config.json" "$work/config.orig"
+expect_error "big-endian .npy" "element type >f4 is not supported.*little-endian" "$nsv" ns --input "$work/big_endian.npy" --output "$o"
+expect_error "empty .npy" "empty|0x32|at least one" "$nsv" ns --input "$work/empty.npy" --output "$o"
+expect_error "diagnose --output is its config" "--output|config.json is the model config this run reads" \
+  "$nsv" diagnose --config "$work/config.json" --tp 2 --kernel standard --reference "$fx/runs/reference" \
+  --candidate "$fx/runs/tp2,$fx/runs/tp2/shard" --output "$work/config.json"
+cmp -s "$work/config.json" "$work/config.orig" || { echo "FAIL: diagnose --output overwrote its config"; failed=$((failed + 1)); }
+ln -s "$work/out.csv" "$work/linked.csv.partial"
+expect_error "sweep: OUT.partial is a symlink" "symbolic link|symlink" "$nsv" sweep --shapes 8x8 --tp 2 --quiet --out "$work/linked.csv"
+rm -f "$work/linked.csv.partial"
+expect_error "diagnose: a dump of another model's shape" "is 256x256, but rank 0's shard of .* at tp = 2 is 128x256|shard" \
+  "$nsv" diagnose --config "$work/config.json" --tp 2 --kernel standard --reference "$fx/runs/reference" \
+  --candidate "$fx/runs/reference" --output "$work/out.npy"
 [ -e "$work/missing" ] && { echo "FAIL: a failed write created $work/missing"; failed=$((failed + 1)); }
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -27,15 +27,19 @@ MuonConfig run_config() {  // as fixtures/runs/runs.json records
   return cfg;
 }
 
+const ModelConfig& tiny_llama() {
+  static const ModelConfig model = load_model_config(std::string(NSV_FIXTURES_DIR) + "/models/tiny-llama.json");
+  return model;
+}
+
 RunDump candidate(int tp, const std::string& semantics) {
   const std::string dir = kRuns + "/tp" + std::to_string(tp);
-  return load_run_dump({dir, dir + "/" + semantics});
+  return load_run_dump({dir, dir + "/" + semantics}, tiny_llama(), tp);
 }
 
 Diagnosis diagnose_run(const RunDump& cand, int tp) {
-  static const ModelDims dims = load_model_config(std::string(NSV_FIXTURES_DIR) + "/models/tiny-llama.json").dims;
-  static const RunDump reference = load_run_dump({kRuns + "/reference"});
-  return diagnose(*make_cpu_backend(), reference, cand, dims, tp, run_config());
+  static const RunDump reference = load_run_dump({kRuns + "/reference"}, tiny_llama(), 1);
+  return diagnose(*make_cpu_backend(), reference, cand, tiny_llama(), tp, run_config());
 }
 
 const ParamDiagnosis& param(const Diagnosis& d, const std::string& matrix) {
@@ -116,7 +120,7 @@ BOOST_AUTO_TEST_CASE(an_update_changed_by_a_quarter_per_mille_is_unexplained) {
 
 // The reference against itself at tp = 1: the same bits, tp-invariant, whole-matrix NS.
 BOOST_AUTO_TEST_CASE(the_reference_against_itself_is_bit_identical_and_invariant) {
-  const Diagnosis d = diagnose_run(load_run_dump({kRuns + "/reference"}), 1);
+  const Diagnosis d = diagnose_run(load_run_dump({kRuns + "/reference"}, tiny_llama(), 1), 1);
   for (const auto& p : d.params) {
     BOOST_TEST(p.update.bit_identical);
     BOOST_TEST(p.grad->bit_identical);

@@ -1,5 +1,6 @@
 """check_kernel: nsverify's kernel properties, run on your Newton-Schulz."""
 
+from . import _args
 from . import _nsverify as _core
 from ._adapters import NumpyKernel
 from ._reference import CHECK_DEFAULTS as _D, config as _config
@@ -81,6 +82,8 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
     Returns a CheckResult: truthy only if every required property holds; ``print`` it for the
     table; ``result["name"]`` is one PropertyResult.
     """
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable fn(G, steps) -> array, got {type(fn).__name__}")
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
     return run_kernel_check(NumpyKernel(fn, cfg.steps), _name(fn), cfg, batched, required, properties, max_success,
                             max_size, max_dim, shape, seed, replay, promise=promise, counterexamples=counterexamples)
@@ -95,12 +98,15 @@ def run_kernel_check(adapter, name, cfg, batched, required, properties, max_succ
     """The kernel catalogue on any framework's adapter (nsverify/_adapters.py): a result_type(subject,
     properties, **extra), with its seed, promise and the failures' arrays saved."""
     table = kernel_properties()
-    selected = _select(properties, table)
-    wanted = _select(required, table) if required is not None else promised(promise, table)
-    pinned = None if shape is None else (int(shape[0]), int(shape[1]))
-    outcomes = _core.check_kernel(adapter, name, cfg, bool(batched), int(max_dim), pinned,
-                                  DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size), selected or [],
-                                  replay or "")
+    selected = _select(_args.names("properties", properties), table)
+    wanted = _select(_args.names("required", required), table) if required is not None else promised(promise, table)
+    pinned = None if shape is None else _args.shape("shape", shape, 4096)
+    outcomes = _core.check_kernel(adapter, name, cfg, _args.boolean("batched", batched),
+                                  _args.integer("max_dim", max_dim, 8, 4096), pinned,
+                                  DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
+                                  _args.integer("max_success", max_success, 1, 100000),
+                                  _args.integer("max_size", max_size, 0, 100000), selected or [],
+                                  _args.optional_text("replay", replay) or "")
     results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"
     result = result_type(subject, results, **extra)

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 
+from . import _args
 from . import _nsverify as _core
 from ._kernel import DEFAULT_SEED
 from ._reference import CHECK_DEFAULTS as _D, config as _config
@@ -116,6 +117,8 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
     Returns a TpCheckResult: truthy only if every property of the claim holds and checked a case.
     """
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable fn(shards, spec) -> list of arrays, got {type(fn).__name__}")
     name = getattr(fn, "__qualname__", repr(fn))
     out = run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size,
                        diagnosis_cases, replay)
@@ -124,12 +127,16 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
 
 def run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size, diagnosis_cases,
                  replay, tps=(), axis=None, uneven=True, zero_width=True, fused=None, shape=None, heads=0, kv_heads=0):
-    """The TP catalogue on fn(shards, spec) -> list of arrays, in the scope the keywords narrow (TpScope):
-    the core's dict {"properties", "diagnosis", "target"}."""
-    return _core.check_tp(fn, name, cfg, claim, target, bool(aspect_scale), int(max_tp), int(max_dim), list(tps), axis,
-                          bool(uneven), bool(zero_width), fused, shape, int(heads), int(kv_heads),
-                          DEFAULT_SEED if seed is None else int(seed), int(max_success), int(max_size), int(diagnosis_cases),
-                          replay or "")
+    """The TP catalogue on fn(shards, spec) -> list of arrays, in the scope the keywords narrow (TpScope),
+    every argument typed strictly (_args): the core's dict {"properties", "diagnosis", "target"}."""
+    return _core.check_tp(fn, name, cfg, _args.text("claim", claim, ("exact", "rounding", "none")),
+                          _args.text("target", target, ("whole", "per_head")), _args.boolean("aspect_scale", aspect_scale),
+                          _args.integer("max_tp", max_tp, 1, 64), _args.integer("max_dim", max_dim, 8, 4096), list(tps), axis,
+                          _args.boolean("uneven", uneven), _args.boolean("zero_width", zero_width), fused, shape,
+                          _args.integer("heads", heads, 0, 1 << 20), _args.integer("kv_heads", kv_heads, 0, 1 << 20),
+                          DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
+                          _args.integer("max_success", max_success, 1, 100000), _args.integer("max_size", max_size, 0, 100000),
+                          _args.integer("diagnosis_cases", diagnosis_cases, 0, 10000), _args.optional_text("replay", replay) or "")
 
 
 def tp_result(out, name, claim, cfg, seed=None, counterexamples=None, result_type=TpCheckResult, **extra):

@@ -20,6 +20,9 @@ py::array as_array(const py::handle& obj, const std::string& name) {
   if (kind != 'f' || (a.itemsize() != 4 && a.itemsize() != 8))
     throw std::invalid_argument(name + ": expected a float32 or float64 array, got dtype " +
                                 py::str(a.dtype()).cast<std::string>());
+  // A big-endian (non-native) array is converted to native order by numpy, value for value: its
+  // bytes are never read as native floats.
+  if (!a.dtype().attr("isnative").cast<bool>()) a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
   return a;
 }
 
@@ -46,6 +49,8 @@ MatD matrix_at(const py::array& a, py::ssize_t k) {
 }
 
 }  // namespace
+
+bool is_float64(const py::handle& obj, const std::string& name) { return as_array(obj, name).itemsize() == 8; }
 
 MatD matrix_from(const py::handle& obj, const std::string& name) {
   const py::array a = as_array(obj, name);

@@ -15,6 +15,8 @@ namespace nsv::python {
 namespace py = pybind11;
 
 // `name` is the argument's name in messages: "G: expected a 2-D array, got shape (3,)".
+// Whether obj (as matrix_from reads it) is float64: results derived from it keep its precision.
+bool is_float64(const py::handle& obj, const std::string& name);
 MatD matrix_from(const py::handle& array, const std::string& name);
 // A 2-D array is a batch of one; *three_d (if given) says whether the input was 3-D.
 Batch batch_from(const py::handle& array, const std::string& name, bool* three_d = nullptr);

@@ -137,10 +137,15 @@ void bind_layouts(py::module_& m) {
   m.def("contiguous_layout", &contiguous_layout, py::arg("axis"), py::arg("sizes"));
   m.def("head_aligned_sizes", &head_aligned_sizes, py::arg("dim"), py::arg("kv_groups"), py::arg("tp"));
   m.def("grain_sizes", &grain_sizes, py::arg("dim"), py::arg("tp"), py::arg("grain"));
-  m.def("split", [](const py::handle& g, const Layout& l) { return arrays_of(split(matrix_from(g, "G"), l), false); },
+  // float64 in, float64 out (float32 in, float32 out): a split or an assembly never rounds.
+  m.def("split", [](const py::handle& g, const Layout& l) { return arrays_of(split(matrix_from(g, "G"), l), is_float64(g, "G")); },
         py::arg("G"), py::arg("layout"));
   m.def("assemble",
-        [](const py::sequence& shards, const Layout& l) { return matrix_to_array(assemble(matrices_of(shards, "shards"), l), false); },
+        [](const py::sequence& shards, const Layout& l) {
+          bool wide = false;
+          for (std::size_t i = 0; i < shards.size(); ++i) wide = wide || is_float64(shards[i], "shards[" + std::to_string(i) + "]");
+          return matrix_to_array(assemble(matrices_of(shards, "shards"), l), wide);
+        },
         py::arg("shards"), py::arg("layout"));
 }
 

@@ -56,3 +56,48 @@ def test_promise_bitwise_fails_a_kernel_the_default_passes(tmp_path):
     assert list((tmp_path / "ce").rglob("*.npy"))
     bad = nsv_check("--impl", impl, "--kind", "kernel", "--promise", "exact")
     assert bad.returncode == 2 and "invalid choice: 'exact'" in bad.stderr
+
+
+# The implementation cannot end the check: exiting at import or in a call, crashing or hanging is
+# reported (exit 2, "cannot load or run"), never taken for a verdict. Each case within a time limit,
+# in a folder whose files come out unchanged.
+HOSTILE = {
+    "exit_at_import": ("import sys\nsys.exit(0)\ndef f(G, steps): return G\n", [],
+                       r"called sys\.exit\(0\) while being imported: nothing was checked"),
+    "os_exit_at_import": ("import os\nos._exit(0)\ndef f(G, steps): return G\n", [],
+                          r"ended the checking process \(exit status 0, outside any call"),
+    "raise_at_import": ("raise RuntimeError('boom')\ndef f(G, steps): return G\n", [],
+                        r"raised RuntimeError while being imported: boom"),
+    "exit_in_call": ("import sys\ndef f(G, steps): sys.exit(0)\n", [], r"called sys\.exit\(0\) in call 1"),
+    "os_exit_in_call": ("import os\ndef f(G, steps): os._exit(0)\n", [],
+                        r"ended the checking process \(exit status 0, in call 1\)"),
+    "crash_in_call": ("import os, signal\ndef f(G, steps): os.kill(os.getpid(), signal.SIGSEGV)\n", [],
+                      r"ended the checking process \(signal 11, in call 1\)"),
+    "slow_call": ("import time\ndef f(G, steps):\n    time.sleep(60)\n    return G\n", ["--call-timeout", "2"],
+                  r"call 1 of .* did not return within --call-timeout 2 s"),
+    "bad_call_timeout": ("def f(G, steps): return G\n", ["--call-timeout", "nan"],
+                         r"--call-timeout must be a finite number of seconds > 0, got nan"),
+    "bad_steps": ("def f(G, steps): return G\n", ["--steps", "-3"], r"--steps must be an integer between 0 and 1000"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_an_implementation_that_ends_or_stalls_the_check_exits_2(name, tmp_path):
+    import re
+    source, extra, pattern = HOSTILE[name]
+    impl = tmp_path / "impl.py"
+    impl.write_text(source)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    run = subprocess.run([NSV, "check", "--impl", f"{impl}:f", "--kind", "kernel", "--max-success", "5", *extra],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 2, f"exit {run.returncode}: {run.stdout[-1000:]} {run.stderr[-1000:]}"
+    assert re.search(pattern, run.stderr), run.stderr
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != "__pycache__"} == before
+
+
+def test_progress_is_reported_for_a_slow_implementation(tmp_path):
+    impl = tmp_path / "impl.py"
+    impl.write_text("import time\ndef f(G, steps):\n    time.sleep(3)\n    return G\n")
+    run = subprocess.run([NSV, "check", "--impl", f"{impl}:f", "--kind", "kernel", "--progress", "1",
+                          "--call-timeout", "2"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "call 1 running for" in run.stderr, run.stderr

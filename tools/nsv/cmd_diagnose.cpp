@@ -70,8 +70,10 @@ struct DiagnoseCommand {
     parse_muon(muon, cfg);
     cfg.ns = ns.config();
     const ModelConfig model = load_model_config(config);
-    const RunDump ref = load_run_dump(reference), cand = load_run_dump(candidate);
-    const Diagnosis d = diagnose(*make_cpu_backend(), ref, cand, model.dims, tp, cfg);
+    // Every tensor's name, rank and shape checked against the model and its layout before its data is read.
+    const RunDump ref = load_run_dump(reference, model, 1), cand = load_run_dump(candidate, model, tp);
+    if (!output.empty()) refuse_run_input(output, "--output");  // any file read above, under any name
+    const Diagnosis d = diagnose(*make_cpu_backend(), ref, cand, model, tp, cfg);
     const std::string out = json ? diagnosis_json(d).dump(1) + "\n" : markdown ? diagnosis_markdown(d) : diagnosis_text(d);
     if (output.empty()) std::fputs(out.c_str(), stdout);
     else write_file_atomically(output, out);

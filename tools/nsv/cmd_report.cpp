@@ -178,7 +178,7 @@ struct ReportCommand {
   // then the figures and README.md again.
   void run_only() {
     const std::string path = (fs::path(out_dir) / "report.json").string();
-    report = json::parse(read_input_file(path, "report"));
+    report = json::parse(read_input_file(path, "report", std::uint64_t{64} << 20, FileRole::earlier_output));
     const engine::ReportPlan plan = engine::make_report_plan(quick);
     const auto t0 = Clock::now();
     const PartialSection& section = partial_sections().at(only);

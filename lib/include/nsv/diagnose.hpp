@@ -81,7 +81,9 @@ extern const std::string_view kInvarianceBoundDerivation;
 // Throws std::invalid_argument naming the file, tensor and what to fix for dumps that do not
 // fit the model or each other: a shard of the wrong shape, a missing rank, a matrix the model
 // does not have, a delta without gradient, a run without any matrix both dumps hold.
-Diagnosis diagnose(const Backend&, const RunDump& reference, const RunDump& candidate, const ModelDims&, int tp,
+// The model's Muon matrices are its architecture family's (ModelConfig::layer_params), by the
+// names load_run_dump gives them.
+Diagnosis diagnose(const Backend&, const RunDump& reference, const RunDump& candidate, const ModelConfig&, int tp,
                    const MuonConfig&);
 
 }  // namespace nsv

@@ -2,11 +2,13 @@
 // .npy read/write (format versions 1.0-3.0), little-endian, C order, 2-D or 3-D: float32 and
 // float64 read and written, float16 read (compact fixtures: fixtures/training). Anything else is
 // refused with a message that says what was found and what to do.
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "nsv/dtype.hpp"
 #include "nsv/matrix.hpp"
+#include "nsv/output_file.hpp"
 
 namespace nsv {
 
@@ -19,14 +21,16 @@ struct NpyArray {
   Batch batch() const;            // a 3-D array as independent matrices; a 2-D one as a batch of one
 };
 
-NpyArray read_npy(const std::string& path);  // throws std::runtime_error naming the file
+// Throws std::runtime_error naming the file. check_shape (when given) sees the header's shape,
+// once it is consistent with the file's size and before any data is allocated or read: it throws
+// to refuse a shape its caller does not expect.
+NpyArray read_npy(const std::string& path, const std::function<void(const std::vector<long>&)>& check_shape = {});
+// The header alone, checked as read_npy checks it: shape and dtype, no values.
+NpyArray read_npy_header(const std::string& path);
 
-// Writes atomically: to a temporary file beside `path`, renamed over it only once complete, so
-// a failed run never leaves a user's file half-written or overwritten.
+// Written through nsv::write_file_atomically (nsv/output_file.hpp, included for the callers that
+// write other files): a failed run never leaves a user's file half-written or overwritten.
 void write_npy(const std::string& path, const MatD& m, bool float64);
 void write_npy(const std::string& path, const Batch& b, bool float64);
-
-// Writes `contents` to `path` atomically (same temp-and-rename rule), for any output file.
-void write_file_atomically(const std::string& path, const std::string& contents);
 
 }  // namespace nsv

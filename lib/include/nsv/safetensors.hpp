@@ -18,11 +18,13 @@
 // source and, where one is concerned, the tensor.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "nsv/dtype.hpp"
+#include "nsv/input_file.hpp"
 #include "nsv/matrix.hpp"
 
 namespace nsv {
@@ -53,8 +55,41 @@ inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;  // the
 // The whole format, from bytes in memory (the fuzz harness's entry point): nothing is read
 // outside `bytes`. `source` names it in messages.
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& source);
-// A regular file of at most max_bytes, read through nsv::read_input_file.
+// A regular file of at most max_bytes, read through nsv::SafetensorsReader.
 SafetensorsFile read_safetensors(const std::string& path, std::uint64_t max_bytes = std::uint64_t{4} << 30);
+
+// One tensor's header entry: what the file says of it before its data is read.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::fp32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;  // its bytes: [begin, end) of the data, which starts at data_begin
+};
+
+// The header, checked as above (lengths, offsets tiling the data against the file's size) with
+// no tensor's data read: every entry in offset order.
+struct SafetensorsIndex {
+  std::string source;
+  std::vector<SafetensorsEntry> entries;
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_begin = 0;  // 8 + the header length
+};
+
+// A file opened through nsv::InputFile (a regular file, a run input) whose header alone is read
+// (at most 100 MB); each tensor's data is read on request, so that a caller checks the shapes it
+// expects before any data is allocated.
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(const std::string& path);
+  ~SafetensorsReader();
+  const SafetensorsIndex& index() const { return index_; }
+  std::uint64_t file_size() const { return in_->size(); }
+  Tensor read(const SafetensorsEntry&) const;  // the tensor's values, read now
+
+ private:
+  std::unique_ptr<InputFile> in_;
+  SafetensorsIndex index_;
+};
 
 // The file's bytes: header keys in the tensors' order, data laid out in that order, each value
 // rounded to the tensor's dtype (to nearest, ties to even). Throws std::invalid_argument for a

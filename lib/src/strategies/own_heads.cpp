@@ -4,6 +4,7 @@
 #include "nsv/per_head.hpp"
 #include "nsv/strategies.hpp"
 #include "operand.hpp"
+#include "../checked.hpp"
 
 namespace nsv::detail {
 namespace {
@@ -13,7 +14,7 @@ StrategyPlan plan(const StrategyRecord& rec, const PlanShape& m, const NsConfig&
   for (int r = 0; r < m.layout.tp(); ++r) {
     const std::int64_t local_heads = m.layout.width(r) / m.head_dim;
     p.flops[static_cast<std::size_t>(r)] =
-        local_heads > 0 ? static_cast<std::uint64_t>(local_heads) * ns_flops(cfg, m.head_dim, m.cols) : 0;
+        local_heads > 0 ? checked_mul(static_cast<std::uint64_t>(local_heads), ns_flops(cfg, m.head_dim, m.cols), "a rank's per-head NS FLOP count") : 0;
   }
   return p;
 }

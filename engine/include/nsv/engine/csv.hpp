@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "nsv/input_file.hpp"
+#include "nsv/output_file.hpp"
+
 namespace nsv::engine {
 
 // The fields joined, each quoted when it holds , " or a newline, with a trailing '\n'.
@@ -15,24 +18,14 @@ std::string csv_line(const std::vector<std::string>& fields);
 // Splits one line (without its newline); throws std::invalid_argument on an unterminated quote.
 std::vector<std::string> csv_split(const std::string& line);
 
-// The complete lines of a file (without newlines). A trailing partial line (no final newline) is
-// dropped; with `truncate_partial` the file itself is cut back to its last complete line.
-// Returns the number of bytes dropped in `dropped_bytes`.
-std::vector<std::string> read_lines(const std::string& path, bool truncate_partial, std::size_t* dropped_bytes = nullptr);
+// The complete lines of a file (without newlines), read as `role` (nsv/input_file.hpp: a regular
+// file only, never blocking on a FIFO). A trailing partial line (no final newline) is dropped;
+// its byte count goes to `dropped_bytes`.
+std::vector<std::string> read_lines(const std::string& path, std::size_t* dropped_bytes = nullptr,
+                                    FileRole role = FileRole::run_input);
 
-class AppendFile {
- public:
-  // Opens for appending; with `truncate` the file is emptied first. Throws std::runtime_error.
-  AppendFile(const std::string& path, bool truncate);
-  ~AppendFile();
-  AppendFile(const AppendFile&) = delete;
-  AppendFile& operator=(const AppendFile&) = delete;
-
-  void append(const std::string& line);  // one write(2) of the whole line (must end in '\n')
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
+// The append-only row file is nsv::AppendFile (nsv/output_file.hpp): O_APPEND, never through a
+// symlink, never a FIFO.
+using nsv::AppendFile;
 
 }  // namespace nsv::engine
