@@ -23,6 +23,7 @@ import os
 import pathlib
 import sys
 import threading
+import tempfile
 import time
 import warnings
 
@@ -199,8 +200,10 @@ def public_section():
 
 
 def without_paths(text):
-    """No machine's paths in the committed data: the repository's root becomes '.'."""
-    return text.replace(str(ROOT) + os.sep, "").replace(str(ROOT), ".")
+    """No machine's paths in the committed data: the repository's root becomes '.', the temporary
+    folder (where failures' arrays are saved) '$TMPDIR'."""
+    text = text.replace(str(ROOT) + os.sep, "").replace(str(ROOT), ".")
+    return text.replace(tempfile.gettempdir().rstrip(os.sep) + os.sep, "$TMPDIR/")
 
 
 def main():
