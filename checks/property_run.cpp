@@ -65,7 +65,15 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
   Quiet listener;
   case_log() = {};
   int cases_checked = 0;
+  // Shrinking runs more cases after the first failure, some of them passing: the count a failing
+  // property reports is the one before it (as RapidCheck's numSuccess is).
+  int checked_before_failure = 0;
   std::optional<std::chrono::steady_clock::time_point> first_failure;
+  const auto note_first_failure = [&] {
+    if (first_failure) return;
+    first_failure = std::chrono::steady_clock::now();
+    checked_before_failure = cases_checked;
+  };
   // The last failure seen, in RapidCheck's words, and the case's input: RapidCheck evaluates the shrunk
   // case once more for its description, which the spent budget discards (reported below).
   std::optional<std::pair<std::string, std::string>> last_failure;
@@ -78,14 +86,14 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
       body();
     } catch (const rc::detail::CaseResult& r) {
       if (r.type == rc::detail::CaseResult::Type::Failure) {
-        if (!first_failure) first_failure = std::chrono::steady_clock::now();
+        note_first_failure();
         last_failure.emplace(r.description, case_log().input);
       }
       throw;
     } catch (const rc::GenerationFailure&) {
       throw;  // a draw that could not be made: a discard, not a failure
     } catch (const std::exception& e) {
-      if (!first_failure) first_failure = std::chrono::steady_clock::now();
+      note_first_failure();
       last_failure.emplace("Exception thrown with message:\n" + std::string(e.what()), case_log().input);
       throw;
     }
@@ -113,7 +121,7 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
   } else if (result.match(failure)) {
     out.status = Status::fails;
     out.cases = failure.numSuccess;
-    out.cases_checked = cases_checked;
+    out.cases_checked = checked_before_failure;
     out.message = failure.description;
     out.counterexample = failure.counterExample;
     out.detail = case_log().last_failure;

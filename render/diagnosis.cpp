@@ -67,6 +67,21 @@ std::string invariance_words(const ParamDiagnosis& p) {
 
 }  // namespace
 
+std::string weights_warning(const Diagnosis& d) {
+  const ParamDiagnosis* worst = nullptr;
+  std::size_t differ = 0;
+  for (const auto& p : d.params)
+    if (p.weight && !p.weight->bit_identical) {
+      ++differ;
+      if (!worst || p.weight->rel_diff > worst->weight->rel_diff) worst = &p;
+    }
+  if (!worst) return "";
+  return fmt::format("warning: the weights before the step differ between the runs for {} of {} matrices (largest rel. diff {:.3g}, "
+                     "{}): the runs did not start this step from the same state, so their updates differ for that reason too; "
+                     "dump both runs at the same step of the same seed and data\n",
+                     differ, d.params.size(), worst->weight->rel_diff, worst->name);
+}
+
 std::string verdict_words(const RunVerdict& v) {
   if (!v.not_classified.empty()) return "not classified: " + v.not_classified;
   if (!v.match) {
@@ -85,7 +100,8 @@ nlohmann::json diagnosis_json(const Diagnosis& d) {
   for (const auto& p : d.params)
     params.push_back({{"name", p.name}, {"matrix", p.param.name}, {"rows", p.param.rows}, {"cols", p.param.cols},
                       {"split_axis", p.param.split_axis}, {"shard_widths", p.widths}, {"first_step", p.first_step},
-                      {"grad", p.grad ? comparison_json(*p.grad) : nlohmann::json()}, {"update", comparison_json(p.update)},
+                      {"grad", p.grad ? comparison_json(*p.grad) : nlohmann::json()},
+                      {"weight", p.weight ? comparison_json(*p.weight) : nlohmann::json()}, {"update", comparison_json(p.update)},
                       {"reference", verdict_json(p.reference)}, {"candidate", verdict_json(p.candidate)},
                       {"tp_invariant", p.tp_invariant}, {"invariance_bound", p.invariance_bound},
                       {"input_difference", p.input_difference}});
@@ -103,6 +119,7 @@ nlohmann::json diagnosis_json(const Diagnosis& d) {
 
 std::string diagnosis_markdown(const Diagnosis& d) {
   std::string s = "## nsv diagnose\n\n" + header_line(d) + "\n\n";
+  if (const std::string w = weights_warning(d); !w.empty()) s += "**" + w.substr(0, w.size() - 1) + "**\n\n";
   s += "| matrix | shards | grad rel. diff | update rel. diff | cosine | norm ratio | bit-identical | reference computes | "
        "candidate computes | tp-invariant |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& p : d.params)
@@ -123,13 +140,15 @@ std::string diagnosis_markdown(const Diagnosis& d) {
 }
 
 std::string diagnosis_text(const Diagnosis& d) {
-  std::string s = "nsv diagnose: " + header_line(d) + "\n";
+  std::string s = "nsv diagnose: " + header_line(d) + "\n" + weights_warning(d);
   for (const auto& p : d.params) {
     s += fmt::format("\n{} ({}x{}, split on dim {}, shards {}){}\n", p.name, p.param.rows, p.param.cols, p.param.split_axis,
                      widths_text(p.widths), p.first_step ? "  [no momentum dumped: taken as the first step]" : "");
     if (p.grad)
       s += fmt::format("  gradients  rel. diff {:.3g}, max |diff| {:.3g}{}\n", p.grad->rel_diff, p.grad->max_abs_diff,
                        p.grad->bit_identical ? ", bit-identical" : "");
+    if (p.weight && !p.weight->bit_identical)
+      s += fmt::format("  weights before the step differ: rel. diff {:.3g}, max |diff| {:.3g}\n", p.weight->rel_diff, p.weight->max_abs_diff);
     s += fmt::format("  update     rel. diff {:.4g}, cosine {:.5f}, norm ratio {:.4f}{}\n", p.update.rel_diff, p.update.cosine,
                      p.update.norm_ratio, p.update.bit_identical ? ", bit-identical" : "");
     s += "  reference  " + verdict_words(p.reference) + "\n";

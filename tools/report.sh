@@ -3,7 +3,8 @@
 # CSV/JSON data and report.json, then the figures (tools/plot_report.py, matplotlib) and
 # README.md rendered from report.json (tools/report/render_report.py, Jinja2); Dao-AILab's Gram
 # stress test (--only gram_stress); then reports/mpi/
-# (tools/mpi_orders.sh); then reports/torch/ (python/report/write_torch_report.py) where torch imports.
+# (tools/mpi_orders.sh); then reports/python/ (python/report/write_report.py) and reports/torch/
+# (python/report/write_torch_report.py, where torch imports).
 # Extra arguments go to `nsv report` (e.g. --quick, --out-dir DIR).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,6 +21,9 @@ if [ -n "$coretype" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_C
 if [ $# -eq 0 ]; then "$build/tools/nsv/nsv" report --only gram_stress; fi
 # Open MPI's all-reduce algorithms against the simulated orders -> reports/mpi/ (about a minute).
 NSV_BUILD_DIR="$build" "$repo/tools/mpi_orders.sh"
+# The Python checks on the shipped numpy implementations, seeded bugs and (where torch imports)
+# DeepSpeed's kernels -> reports/python/.
+if [ $# -eq 0 ]; then PYTHONPATH="$build/python" /usr/bin/python3 "$repo/python/report/write_report.py" --out "$repo/reports/python"; fi
 # nsverify.torch's checks on PyTorch code (real gloo ranks, public NS routines) -> reports/torch/
 # (about 4 minutes), where Debian's interpreter imports torch.
 if [ $# -eq 0 ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then

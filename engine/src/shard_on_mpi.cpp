@@ -3,7 +3,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "nsv/config_schema.hpp"
 #include "nsv/mpi_communicator.hpp"
+#include "nsv/mpi_same_plan.hpp"
 #include "nsv/mpi_session.hpp"
 
 namespace nsv::engine {
@@ -35,12 +37,27 @@ nlohmann::json handed_json(const std::vector<HandedLedger>& ranks) {
   return out;
 }
 
+// What every rank must agree on before the collectives start: the arguments and the input's bits.
+nlohmann::json shard_plan(Strategy s, const MatD& g, const Layout& layout, std::int64_t head_dim, const NsConfig& cfg,
+                          const StrategyOptions& opt, const std::string& mpi_reduction, Target target) {
+  const NsConfigNames ns = ns_config_names(cfg);
+  nlohmann::json coefficients = nlohmann::json::array();
+  for (const Coeffs& t : cfg.coeffs.triples) coefficients.push_back({t.a, t.b, t.c});
+  return {{"strategy", strategy_name(s)}, {"shape", {g.rows(), g.cols()}}, {"widths", layout.widths()},
+          {"split_axis", layout.axis}, {"storage", dtype_name(opt.storage)}, {"head_dim", head_dim}, {"kernel", ns.kernel}, {"steps", ns.steps},
+          {"dtype", ns.dtype}, {"accumulate", ns.accumulate}, {"products", ns.products}, {"coefficients", coefficients},
+          {"restart_at", ns.restart_at}, {"reduction_order", name_of(opt.order)}, {"mpi_reduction", mpi_reduction},
+          {"target", target_name(target)},
+          {"input_digest", bytes_digest(g.data(), static_cast<std::size_t>(g.size()) * sizeof(double))}};
+}
+
 }  // namespace
 
 std::optional<MpiShardResult> run_shard_on_mpi(Strategy s, const Backend& b, const MatD& g, const Layout& layout,
                                                std::int64_t head_dim, const NsConfig& cfg, const StrategyOptions& opt,
                                                const std::string& mpi_reduction, Target target) {
   const MpiSession session;
+  require_same_plan_on_every_rank(MPI_COMM_WORLD, shard_plan(s, g, layout, head_dim, cfg, opt, mpi_reduction, target));
   const TpGroup group = split_into_tp_groups(layout.tp());
   std::optional<MpiShardResult> result;
   {

@@ -227,6 +227,16 @@ void run_cases(const SweepPlan& plan, const std::vector<std::size_t>& pending, c
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepRunOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const SweepPlan plan = plan_sweep(spec);  // every input check happens here, before any file is touched
+  if (opt.processes) {  // every process must run this sweep into this file, or none does
+    nlohmann::json same = spec.to_json();
+    same["out"] = opt.out;
+    same["resume"] = opt.resume;
+    nlohmann::json& schedules = same["coefficients"];  // a schedule read from a file: its values, not its name
+    for (const SweepCase& c : plan.cases)
+      if (!schedules.contains(c.ns.coeffs.name))
+        for (const Coeffs& t : c.ns.coeffs.triples) schedules[c.ns.coeffs.name].push_back({t.a, t.b, t.c});
+    opt.processes->require_same_plan(same);
+  }
   SweepOutcome outcome;
   outcome.skipped = plan.skipped;
   const bool writer = opt.processes == nullptr || opt.processes->is_writer();

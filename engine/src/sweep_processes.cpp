@@ -1,5 +1,6 @@
 #include "nsv/engine/sweep_processes.hpp"
 
+#include "nsv/mpi_same_plan.hpp"
 #include "nsv/mpi_session.hpp"
 #include "nsv/work_pool.hpp"
 
@@ -18,6 +19,7 @@ class MpiSweepProcesses final : public SweepProcesses {
 
   void share(std::vector<std::string>& values) override { broadcast_from_root(MPI_COMM_WORLD, values); }
   void share(std::vector<std::size_t>& values) override { broadcast_from_root(MPI_COMM_WORLD, values); }
+  void require_same_plan(const nlohmann::json& plan) override { require_same_plan_on_every_rank(MPI_COMM_WORLD, plan); }
 
  private:
   MpiSession session_;

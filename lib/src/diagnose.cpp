@@ -168,6 +168,7 @@ Diagnosis diagnose(const Backend& b, const RunDump& reference, const RunDump& ca
     if (ref->momentum.has_value() != cand->momentum.has_value())
       throw std::invalid_argument(name + ": the momentum is dumped by the " + (ref->momentum ? "reference" : "candidate") + " only");
     pd.grad = compare_matrices(cand->grad, ref->grad);
+    if (ref->weight && cand->weight) pd.weight = compare_matrices(*cand->weight, *ref->weight);
     pd.update = compare_matrices(cand->delta, ref->delta);
     const auto ref_semantics = recompute(b, blend_from(*ref, cfg), p, whole, cfg);
     const auto cand_semantics = recompute(b, blend_from(*cand, cfg), p, sharded, cfg);

@@ -261,6 +261,15 @@ struct Collector {
   }
 };
 
+// The .safetensors and .npy files directly in `folder`, sorted (the order of reading).
+std::vector<fs::path> dump_files_in(const fs::path& folder) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(folder))
+    if (e.is_regular_file() && (e.path().extension() == ".safetensors" || e.path().extension() == ".npy")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 }  // namespace
 
 std::string_view dump_kind_name(DumpKind k) {
@@ -313,11 +322,16 @@ RunDump load_run_dump(const std::vector<std::string>& paths, const ModelConfig& 
     const fs::path p(path);
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
-      std::vector<fs::path> files;
-      for (const auto& e : fs::directory_iterator(p))
-        if (e.is_regular_file() && (e.path().extension() == ".safetensors" || e.path().extension() == ".npy")) files.push_back(e.path());
-      std::sort(files.begin(), files.end());
-      if (files.empty()) throw std::runtime_error(path + ": the folder holds no .safetensors or .npy file");
+      std::vector<fs::path> files = dump_files_in(p);
+      // The README's numpy snippet writes dump/KIND.rankR/NAME.npy: a folder without dump files
+      // of its own stands for those of its subfolders (one level, where KIND and R are named).
+      if (files.empty())
+        for (const auto& e : fs::directory_iterator(p))
+          if (e.is_directory() && !e.is_symlink())
+            for (fs::path f : dump_files_in(e.path())) files.push_back(std::move(f));
+      std::sort(files.begin(), files.end());  // the order of reading, whatever the directory's
+      if (files.empty())
+        throw std::runtime_error(path + ": the folder holds no .safetensors or .npy file, neither directly nor in a subfolder");
       for (const auto& f : files) c.read_header(f);
     } else if (p.extension() == ".safetensors" || p.extension() == ".npy") {
       c.read_header(p);

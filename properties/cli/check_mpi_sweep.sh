@@ -3,6 +3,7 @@
 # and its resume after a kill -9:
 #   1. the sweep in one process on one thread                      -> one.csv
 #   2. the same sweep over 2 MPI processes, uninterrupted          -> mpi.csv == one.csv
+#   2b. ranks started with different --steps                       -> refused by every rank, no file
 #   3. over 2 processes, one rank killed with SIGKILL half-way     -> resume over 2 processes:
 #      exactly the missing cases run, and the file == one.csv
 #   4. the same with mpirun itself killed                          -> likewise
@@ -45,6 +46,17 @@ total=$(( $(wc -l <"$WORK/one.csv") - 1 ))
 echo "== 2. two MPI processes"
 mpirun --oversubscribe -np 2 "$NSV" "${SWEEP[@]}" --out "$WORK/mpi.csv" | tail -1
 same_as_one "$WORK/mpi.csv" "2 processes"
+echo "== 2b. ranks started with different arguments (rank 1: --steps 3) are refused, nothing written"
+if mpirun --oversubscribe -np 1 "$NSV" "${SWEEP[@]}" --steps 5 --out "$WORK/mix.csv" : \
+     -np 1 "$NSV" "${SWEEP[@]}" --steps 3 --out "$WORK/mix.csv" >"$WORK/mix.log" 2>&1; then
+  bad "ranks with different --steps ran"
+elif ! grep -q "rank 1 of 2 was started with another plan than rank 0: steps is \[3\] there and \[5\] on rank 0" "$WORK/mix.log"; then
+  bad "ranks with different --steps: not refused by name: $(tail -c 400 "$WORK/mix.log")"
+elif [[ -e $WORK/mix.csv || -e $WORK/mix.csv.partial ]]; then
+  bad "ranks with different --steps: a file was written"
+else
+  pass "ranks with different --steps refused, nothing written"
+fi
 ((quick)) && { ((fail == 0)) && echo "ALL CHECKS PASSED" || echo "SOME CHECKS FAILED"; exit "$fail"; }
 
 # The pid of world rank $1 of the running sweep job (its environment names its rank).

@@ -18,6 +18,16 @@ if ! timeout 120 mpirun --oversubscribe -np 3 "$nsv" shard --comm mpi --shape 12
   echo "FAIL: mpirun -np 3 nsv shard --comm mpi --json: $(tail -c 600 "$out")"
   exit 1
 fi
+# Ranks started with other arguments (an MPMD line: rank 1 with --steps 3, rank 0 with 5) are refused
+# by every rank before any collective, naming the rank and the argument, instead of mixing plans.
+if timeout 120 mpirun --oversubscribe -np 1 "$nsv" shard --comm mpi --shape 12x16 --tp 2 --strategy gather --steps 5 --json : \
+     -np 1 "$nsv" shard --comm mpi --shape 12x16 --tp 2 --strategy gather --steps 3 --json >"$out.mix" 2>&1; then
+  echo "FAIL: ranks with different --steps were run: $(tail -c 600 "$out.mix")"; rm -f "$out.mix"; exit 1
+elif ! grep -q "rank 1 of 2 was started with another plan than rank 0: steps is 3 there and 5 on rank 0" "$out.mix"; then
+  echo "FAIL: ranks with different --steps: not refused by name: $(tail -c 600 "$out.mix")"; rm -f "$out.mix"; exit 1
+fi
+echo "ok: ranks with different --steps refused: $(grep -m1 -o 'rank 1 of 2 was started.*' "$out.mix" | head -c 160)"
+rm -f "$out.mix"
 exec /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 handed = json.load(open(sys.argv[1])).get("mpi", {}).get("handed", [])

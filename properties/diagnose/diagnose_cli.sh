@@ -91,6 +91,32 @@ awk '/^model\.layers\.0\.self_attn\.q_proj/{m="q"} /^model\.layers\.0\.self_attn
 check ".npy folders + rank-suffixed names: q_proj per-shard" "$work/c" "^q:   candidate  per-shard NS, local-shape scale( \(|$)"
 check ".npy folders + rank-suffixed names: o_proj per-shard" "$work/c" "^o:   candidate  per-shard NS, local-shape scale( \(|$)"
 check ".npy folders: the reference computes whole-matrix NS" "$work/c" "^q:   reference  whole-matrix NS, exact"
+# The README's numpy snippet writes dump/KIND.rankR/NAME.npy; the folder `dump` itself is read
+# (its subfolders, one level), with the same verdicts, and runs that start from the same weights
+# get no warning.
+snippet() {  # $1: reference folder, rest: more flags
+  local ref="$1"; shift
+  "$nsv" diagnose --config "$fixtures/models/tiny-llama.json" --tp 2 --kernel standard \
+    --muon lr=0.02,momentum=0.95,nesterov=true,wd=0 --reference "$ref" --candidate "$runs/tp2,$runs/tp2/shard" "$@"
+}
+snippet "$work/npy" >"$work/snip" 2>&1
+awk '/^model\.layers\.0\.self_attn\.q_proj/{m="q"} /^  (candidate|reference)/{print m": "$0}' "$work/snip" >"$work/c"
+check "the snippet's folder dump/KIND.rankR/NAME.npy: the reference computes whole-matrix NS" "$work/c" "^q:   reference  whole-matrix NS, exact"
+check "the snippet's folder: q_proj per-shard" "$work/c" "^q:   candidate  per-shard NS, local-shape scale( \(|$)"
+if grep -q "weights before the step differ" "$work/snip"; then failed=$((failed + 1)); echo "FAIL: a warning about weights for runs with the same weights"; else passed=$((passed + 1)); fi
+# Negative control: one weight of the reference changed by 2^-10 relative is named, with its figure
+# (the reference is the changed run: rel. diff 2^-10 / (1 + 2^-10) = 9.76e-04), in the text
+# and, under --json --output, on stderr.
+cp -r "$work/npy" "$work/npy_w"
+/usr/bin/python3 -c 'import numpy as np, sys; f = sys.argv[1]; np.save(f, np.load(f) * np.float32(1 + 2**-10))' \
+  "$work/npy_w/weight.rank0/model.layers.0.self_attn.o_proj.weight.npy"
+snippet "$work/npy_w" >"$work/snip_w" 2>&1
+check "weights that differ: warned in the text, with the figure" "$work/snip_w" \
+  "^warning: the weights before the step differ between the runs for 1 of 2 matrices \(largest rel\. diff 0\.000976, model\.layers\.0\.self_attn\.o_proj\.weight\)"
+snippet "$work/npy_w" --json --output "$work/w.json" >"$work/snip_j" 2>&1
+check "weights that differ: warned on stderr under --json --output" "$work/snip_j" "^warning: the weights before the step differ"
+if /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); w = {p["matrix"]: p["weight"]["bit_identical"] for p in d["params"]}; assert w == {"q_proj": True, "o_proj": False}, w' "$work/w.json"
+then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: the JSON's weight comparison"; fi
 # A run dumped at tp 4 holds ranks 0..3: diagnosed as tp 3 (ranks 0..2) it is refused, naming
 # the rank that does not exist (the limit itself: the largest rank equals the tp given).
 if "$nsv" diagnose --config "$fixtures/models/tiny-llama.json" --tp 3 --kernel standard \

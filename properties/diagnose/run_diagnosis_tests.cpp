@@ -81,6 +81,9 @@ BOOST_AUTO_TEST_CASE(each_run_is_named_by_the_semantics_its_optimizer_computed) 
           // the gradients differ (the TP forward's reduction order), the updates never by the bit
           BOOST_TEST(!p.grad->bit_identical);
           BOOST_TEST(!p.update.bit_identical);
+          // both runs start the step from the same weights (runs.json: one seed), so no warning
+          BOOST_TEST_REQUIRE(p.weight.has_value());
+          BOOST_TEST(p.weight->bit_identical);
         }
       }
     }
@@ -140,6 +143,20 @@ BOOST_AUTO_TEST_CASE(a_dump_without_weights_is_compared_but_not_classified) {
     BOOST_TEST(!p.candidate.not_classified.empty());
     BOOST_TEST(p.update.rel_diff > 0.1);
   }
+}
+
+// Negative control of the weights comparison: one rank's weight shard changed by 2^-10 relative
+// makes that matrix's weights differ, by the change's share of the whole weight's norm, and only it.
+BOOST_AUTO_TEST_CASE(weights_that_differ_before_the_step_are_seen) {
+  RunDump cand = candidate(2, "shard");
+  for (auto& [key, m] : cand.matrices)
+    if (key.kind == DumpKind::weight && key.rank == 1 && key.param.find("o_proj") != std::string::npos) m.values *= 1.0 + 0x1p-10;
+  const Diagnosis d = diagnose_run(cand, 2);
+  BOOST_TEST(param(d, "q_proj").weight->bit_identical);
+  const ParamDiagnosis& o = param(d, "o_proj");
+  BOOST_TEST(!o.weight->bit_identical);
+  BOOST_TEST(o.weight->rel_diff > 0);
+  BOOST_TEST(o.weight->rel_diff < 0x1p-10);  // one of two shards changed: at most 2^-10 of the norm
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -30,8 +30,8 @@ from nsvreport import core, python_checks  # noqa: E402
 def kernel_section(nsverify):
     import numpy_ns
     return [dict(name=name, knobs=knobs, result=nsverify.check_kernel(fn, batched=True, **knobs).to_dict())
-            for name, knobs, fn in (("numpy standard fp32", dict(kernel="standard"), numpy_ns.standard_ns),
-                                    ("numpy gram fp32", dict(kernel="gram"), numpy_ns.gram_ns))]
+            for name, knobs, fn in (("numpy standard fp32", dict(kernel="standard", promise="bitwise"), numpy_ns.standard_ns),
+                                    ("numpy gram fp32", dict(kernel="gram", promise="bitwise"), numpy_ns.gram_ns))]
 
 
 def summary(result):
@@ -70,9 +70,11 @@ def deepspeed_section(nsverify):
     except ImportError as e:
         return dict(available=False, why=str(e), runs=[])
     torch.set_num_threads(1)
+    kernels = deepspeed_torch.kernels()
     runs = [dict(name=name, knobs=knobs, result=nsverify.check_kernel(fn, batched=True, **knobs).to_dict())
-            for name, knobs, fn in deepspeed_torch.kernels()]
-    return dict(available=True, torch=torch.__version__, runs=runs)
+            for name, knobs, fn in kernels]
+    bf16 = next(knobs["accumulate"] for _, knobs, _ in kernels if knobs["dtype"] == "bf16")
+    return dict(available=True, torch=torch.__version__, bf16_accumulate=bf16, runs=runs)
 
 
 def main():

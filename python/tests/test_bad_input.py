@@ -166,14 +166,16 @@ def test_big_endian_arrays_are_read_by_value():
     assert np.array_equal(nsverify.assemble(nsverify.split(G.astype(">f8"), layout), layout), G)
 
 
-@pytest.mark.xfail(reason="issue 27: compare_bits still calls equal NaN bits identical (the exact comparator's "
-                          "property layout_props.cpp:142 relies on it); the NaN-is-never-identical change was reverted",
-                   strict=True)
-def test_nan_outputs_are_never_bit_identical():
+def test_nan_outputs_never_pass_a_claim():
+    """A TP function that returns NaN everywhere reproduces its own NaN bits at every tp (compare_bits
+    compares bits, and S-exact reports that honestly), but it does not compute the target: S-target
+    fails, with a NaN distance, and the check fails."""
     import nsverify
-    nan = np.full((2, 2), np.nan)
-    d = nsverify.compare_bits(nan, nan.copy())
-    assert not d["identical"] and d["mismatches"] == 4 and "NaN" in d["description"]
+    nan_everywhere = lambda shards, spec: [np.full(np.shape(x), np.nan, np.float32) for x in shards]
+    r = nsverify.check_tp(nan_everywhere, claim="exact", kernel="standard", max_success=10, diagnosis_cases=2)
+    assert r.verdict == "FAIL"
+    assert r["tp_1_result_computes_the_target_within_rounding"].status == "fails"
+    assert "= nan" in r["tp_1_result_computes_the_target_within_rounding"].message
 
 
 def test_numpy_bools_and_integers_are_accepted():

@@ -40,7 +40,7 @@ SKIPPED = [
     (r"RC_PARAMS=\"reproduce=", "a placeholder for the replay string a failing property prints"),
     (r"ctest --test-dir build -R python_nsverify", "runs the Python tests, this one among them"),
     (r"tools/mutation/sample\.py --(sample|rerun|patches)", "rebuilds and runs the gate once per mutant: hours"),
-    (r"/usr/bin/python3 -m venv", "a pip install (a full build): checked by hand, see the commit"),
+    (r"/usr/bin/python3 -m venv", "a pip install (a full build): python/tests/pip_install.sh runs it (ctest -L install)"),
     (r"~/venv-nsv/bin/", "needs the pip install above"),
 ]
 

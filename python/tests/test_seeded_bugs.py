@@ -13,6 +13,9 @@ def assert_caught(result, prop):
     assert p.status == "fails", f"{prop} did not catch it:\n{result}"
     assert p.required, f"{prop} caught it but does not decide the default check:\n{result}"
     assert p.counterexample and p.replay and p.message
+    # the counts describe the run up to the first failure, not the shrinking after it
+    for q in result.properties:
+        assert q.cases_checked <= q.cases, f"{q.name}: {q.cases_checked} checked of {q.cases} cases:\n{result}"
     return p
 
 

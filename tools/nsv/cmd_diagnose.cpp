@@ -74,6 +74,8 @@ struct DiagnoseCommand {
     const RunDump ref = load_run_dump(reference, model, 1), cand = load_run_dump(candidate, model, tp);
     if (!output.empty()) refuse_run_input(output, "--output");  // any file read above, under any name
     const Diagnosis d = diagnose(*make_cpu_backend(), ref, cand, model, tp, cfg);
+    // On stderr too, so that a user reading only --json or --output is told.
+    if (json || !output.empty()) std::fputs(weights_warning(d).c_str(), stderr);
     const std::string out = json ? diagnosis_json(d).dump(1) + "\n" : markdown ? diagnosis_markdown(d) : diagnosis_text(d);
     if (output.empty()) std::fputs(out.c_str(), stdout);
     else write_file_atomically(output, out);

@@ -56,6 +56,10 @@ struct ParamDiagnosis {
   std::vector<std::int64_t> widths;         // AutoTP shard sizes along param.split_axis at tp = N
   bool first_step = false;                  // no momentum dumped: momentum taken as zero before the step
   std::optional<MatrixComparison> grad;     // candidate vs reference gradient (when both dumped)
+  // Candidate vs reference weights before the step (when both dumped). Runs meant to be compared
+  // start the step from the same weights; when these differ, part of the updates' difference
+  // comes from that, and the front ends warn with this figure.
+  std::optional<MatrixComparison> weight;
   MatrixComparison update;                  // candidate delta vs reference delta (the seed's table)
   RunVerdict reference, candidate;
   // tp-invariance: the candidate's update is the reference's up to what the difference of their

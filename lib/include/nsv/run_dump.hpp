@@ -20,7 +20,8 @@
 //                grads, momentum, delta, weight, weights; rank tokens: rankR, or rank followed
 //                by a token R.
 //   .npy         one tensor per file, its name the file's name without `.npy`.
-// A folder stands for the .safetensors and .npy files directly in it. Tensors whose PARAM is
+// A folder stands for the .safetensors and .npy files directly in it or, when it holds none, for
+// those of its subfolders, one level deep (dump/KIND.rankR/NAME.npy). Tensors whose PARAM is
 // not a Muon matrix of the family (embeddings, norms, lm_head) are listed as skipped. A tensor
 // with no rank anywhere is rank 0. Every tensor's name, rank and shape are checked against the
 // model and AutoTP's layout at the run's tp from the file's header, before its data is read (a

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "nsv/engine/sweep_plan.hpp"
 #include "nsv/engine/sweep_row.hpp"
 
@@ -39,6 +41,9 @@ class SweepProcesses {
   // The writer's values on every process.
   virtual void share(std::vector<std::string>&) = 0;
   virtual void share(std::vector<std::size_t>&) = 0;
+  // Throws on every process when some process was started with another plan (its spec and
+  // options, as JSON) than the writer: nothing is run or written then.
+  virtual void require_same_plan(const nlohmann::json& plan) = 0;
 };
 
 struct SweepRunOptions {

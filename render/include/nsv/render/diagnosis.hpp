@@ -12,8 +12,12 @@ namespace nsv {
 // local-shape scale"), "unexplained (closest: ...)", or "not classified: ...".
 std::string verdict_words(const RunVerdict&);
 
+// "warning: the weights before the step differ ..." with the count and the largest rel. diff, when
+// some matrix's dumped weights differ between the runs; empty when none does.
+std::string weights_warning(const Diagnosis&);
+
 // nsv.diagnose/1: {schema, model, tp, muon{...}, ns{...}, bounds{match, invariance: derivation},
-// params[{name, rows, cols, split_axis, shard_widths, first_step, grad{...}|null, update{rel_diff,
+// params[{name, rows, cols, split_axis, shard_widths, first_step, grad{...}|null, weight{...}|null, update{rel_diff,
 // cosine, norm_ratio, max_abs_diff, bit_identical}, reference{...}, candidate{match, label,
 // verdict, also_within[], not_classified, delta_rounding, fits[{semantics, label, rel_diff,
 // own_error, bound, within, same_bits_as[]}]}, tp_invariant, invariance_bound,
