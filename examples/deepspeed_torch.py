@@ -34,7 +34,8 @@ def adapter(kernel, dtype_name):
 def kernels():
     """[(name, check_kernel knobs, fn)]: both kernels in fp32 and bf16. How PyTorch's CPU bf16 GEMM
     accumulates is measured, not assumed (nsverify.torch.probe_accumulation: torch 1.13 on this
-    machine's CPUs sums in fp32 and rounds once), and the bf16 checks' bounds derived for it."""
+    machine's CPUs sums a 64x1024 by 1024x64 product in fp32, a 16x16 one in bf16, so "compute"), and the
+    bf16 checks' bounds derived for it."""
     from nsverify.torch import probe_accumulation
     bf16_accumulate = probe_accumulation("bf16").accumulate
     out = []

@@ -21,5 +21,10 @@ export LSAN_OPTIONS="suppressions=$repo/tools/sanitizers/lsan.supp:print_suppres
 # The MPI tests (label mpi) are left out: their processes are started by mpirun and run inside
 # Open MPI, whose own allocations and malloc hooks have not been checked against the sanitizers
 # here yet (the MPI code itself is exercised under ASan by nothing else either: a known gap).
-if [ $# -eq 0 ]; then set -- -L gate -LE mpi; fi
+# The Python tests run with the instrumented extension in Debian's interpreter, the sanitizer
+# runtimes preloaded (python/CMakeLists.txt), except those that start real torch processes (label
+# torch_ranks): their forkserver ranks, uninstrumented torch with its OpenMP and gloo threads under the
+# preloaded runtime, did not become ready within the pool's 180 s start limit (a known gap; the
+# property code they run is the catalogue the numpy tests run here).
+if [ $# -eq 0 ]; then set -- -L gate -LE "mpi|torch_ranks"; fi
 exec "$repo/tools/test.sh" "$@"

@@ -50,3 +50,4 @@ def test_required_overrides_the_promise_and_a_bad_promise_names_the_choices():
     assert r and r.promise is None
     with pytest.raises(ValueError, match=r"promise: must be one of 'map', 'bitwise', got 'exact'"):
         nsverify.check_kernel(numpy_ns.standard_ns, promise="exact")
+

@@ -53,6 +53,10 @@ DEFAULT_EXCLUDED = ["lib/cuda/"]
 
 
 def parse_args() -> argparse.Namespace:
+    return parse_args_from(sys.argv[1:])
+
+
+def parse_args_from(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
@@ -82,7 +86,7 @@ def parse_args() -> argparse.Namespace:
     mode.add_argument("--patches", nargs="*", type=Path, metavar="PATCH",
                       help="judge the hand-written mutants (default: every properties/mutants/*.patch) on the whole "
                            "gate; their rows replace the earlier ones of the same patch")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.sample < 1:
         p.error("--sample must be at least 1")
     scratch = args.scratch.resolve()
@@ -297,6 +301,18 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
     write_results(args.results, rows)
 
 
+def reproduce_extra(args: argparse.Namespace) -> str:
+    """The files of this run that are not the defaults, for the report's reproduce line (relative
+    to the repository: no machine path in a generated file)."""
+    defaults = parse_args_from([])
+    extra = ""
+    for name in ("results", "triage", "out"):
+        value = getattr(args, name).resolve()
+        if value != getattr(defaults, name).resolve():
+            extra += f" --{name} " + (str(value.relative_to(REPO)) if REPO in value.parents else value.name)
+    return extra
+
+
 def write_results(path: Path, rows: list[dict]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
@@ -322,8 +338,11 @@ def main() -> None:
             all_killed = run_patches(args, scratch, tests)
         else:
             run_sample(args, scratch, tests)
+    results = args.results.resolve()
     for path in mutation_report.write(mutation_report.load_results(args.results), args.triage, args.out, args.patches_out,
-                                      seed=args.seed, target=args.sample, folders=args.folders):
+                                      seed=args.seed, target=args.sample, folders=args.folders,
+                                      reproduce_extra=reproduce_extra(args),
+                                      results=str(results.relative_to(REPO)) if REPO in results.parents else results.name):
         path = Path(path)
         print(f"sample: wrote {path.relative_to(REPO) if REPO in path.parents else path}", file=sys.stderr)
     if args.patches is not None and not args.render_only and not all_killed:

@@ -1,5 +1,6 @@
 """Mechanical mutation sites of C++ source: every place one of the classic mutation operators
-applies, found line by line in the code with comments and literals blanked out.
+applies, found line by line in the code with comments and literals blanked out. Python files
+(python/nsverify) have their own enumeration on Python's tokens: python_sites.py.
 
 A site is one change of one line (the mutant): the operator, the file, the line number, the
 line before and after. Sites are enumerated in a fixed order (files sorted, lines, columns), so a
@@ -201,6 +202,9 @@ def _statement_deletion(text: str, code: str, previous_code: str) -> str | None:
 
 
 def sites_of_file(root: Path, relative: str) -> list[Site]:
+    if relative.endswith(".py"):
+        import python_sites  # its own operators on Python's tokens (it imports Site from here)
+        return python_sites.sites_of_python_file(root, relative)
     lines = (root / relative).read_text(encoding="utf-8").split("\n")
     masked = code_mask(lines)
     sites: list[Site] = []
@@ -229,7 +233,7 @@ def source_files(root: Path, folders: list[str], excluded: list[str]) -> list[st
     for folder in folders:
         for path in sorted((root / folder).rglob("*")):
             relative = path.relative_to(root).as_posix()
-            if path.suffix in (".cpp", ".hpp") and not any(relative.startswith(e) for e in excluded):
+            if path.suffix in (".cpp", ".hpp", ".py") and not any(relative.startswith(e) for e in excluded):
                 files.append(relative)
     return sorted(files)
 

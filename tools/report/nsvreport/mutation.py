@@ -71,7 +71,8 @@ def tally(rows, triage, group):
     return out
 
 
-def render_sample(rows, triage, seed=DEFAULT_SEED, target=DEFAULT_SAMPLE, folders=DEFAULT_FOLDERS):
+def render_sample(rows, triage, seed=DEFAULT_SEED, target=DEFAULT_SAMPLE, folders=DEFAULT_FOLDERS, reproduce_extra="",
+                  results="reports/mutation/results.jsonl"):
     sample = [r for r in rows if r.get("seed") == seed]
     judged = [r for r in sample if r["verdict"] != "stillborn"]
     survivors = [r for r in judged if r["verdict"] == "survived"]
@@ -81,7 +82,7 @@ def render_sample(rows, triage, seed=DEFAULT_SEED, target=DEFAULT_SAMPLE, folder
     non_equivalent = len(judged) - equivalent
     killers = collections.Counter((r.get("killer") or "").split(" (")[0] for r in judged if r["verdict"] == "killed")
     return core.render(
-        "mutation.md.j2", seed=seed, target=target, folders=" ".join(folders),
+        "mutation.md.j2", seed=seed, target=target, folders=" ".join(folders), reproduce_extra=reproduce_extra, results=results,
         commits=sorted({r["commit"] for r in sample}), date=core.today(),
         judged=len(judged), stillborn=len(sample) - len(judged),
         killed_first=killed_first, killed_later=killed_later, equivalent=equivalent,
