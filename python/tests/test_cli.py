@@ -39,7 +39,9 @@ def test_tp_diagnosis_from_the_command_line():
 
 @pytest.mark.parametrize("impl, message", [("no/such/file.py:f", "no such file"),
                                            (f"{EXAMPLES}/numpy_ns.py:no_such_function", "no function 'no_such_function'"),
-                                           ("missing_colon.py", "expected FILE.py:FUNCTION")])
+                                           ("missing_colon.py", "expected FILE.py:FUNCTION"),
+                                           (":f", "expected FILE.py:FUNCTION"),
+                                           (f"{EXAMPLES}/numpy_ns.py:", "expected FILE.py:FUNCTION")])
 def test_usage_errors_exit_2_saying_what_to_fix(impl, message):
     run = nsv_check("--impl", impl, "--kind", "kernel")
     assert run.returncode == 2 and message in run.stderr

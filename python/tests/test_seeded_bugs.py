@@ -13,6 +13,10 @@ def assert_caught(result, prop):
     assert p.status == "fails", f"{prop} did not catch it:\n{result}"
     assert p.required, f"{prop} caught it but does not decide the default check:\n{result}"
     assert p.counterexample and p.replay and p.message
+    # the explanation is one header line, then indented lines: a multi-line counterexample (an Eigen
+    # matrix prints with newlines) is put on one line and cut short
+    for q in result.failures:
+        assert all(line.startswith("  ") for line in q.explain().splitlines()[1:]), q.explain()
     # the counts describe the run up to the first failure, not the shrinking after it
     for q in result.properties:
         assert q.cases_checked <= q.cases, f"{q.name}: {q.cases_checked} checked of {q.cases} cases:\n{result}"

@@ -72,3 +72,11 @@ def test_a_user_property_numpy_ns_is_the_fp32_reference(G, steps):
 def test_bad_arguments_name_the_argument_and_the_allowed_values(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@FAST
+@given(nst.shapes(max_dim=2))
+def test_shapes_lie_within_the_smallest_max_dim(shape):
+    # max_dim 2: distinct sides are 1 and 2 and nothing else (the tie-breaking step may not leave the range)
+    rows, cols = shape
+    assert 1 <= rows <= 2 and 1 <= cols <= 2

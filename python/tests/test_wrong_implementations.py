@@ -2,6 +2,7 @@
 with the property that must catch it among the failures; each correct one passes (issue 27)."""
 import warnings
 
+import numpy as np
 import pytest
 
 import nsverify
@@ -39,3 +40,12 @@ def test_a_wrong_tp_update_fails_with_the_property_that_catches_it(name, fn, kwa
 def test_a_correct_tp_update_passes(name, fn, kwargs):
     result = nsverify.check_tp(fn, kernel="standard", diagnosis_cases=0, **kwargs)
     assert result.verdict == "PASS", str(result)
+
+
+@pytest.mark.parametrize("dtype, stored", [("fp64", "float64"), ("fp32", "float32")])
+def test_a_failing_tp_checks_arrays_are_saved_in_its_dtype(dtype, stored, tmp_path):
+    result = nsverify.check_tp(lambda shards, spec: shards, claim="exact", dtype=dtype, kernel="standard", diagnosis_cases=0,
+                               max_success=5, counterexamples=tmp_path / "ce")
+    saved = sorted((tmp_path / "ce").rglob("*.npy"))
+    assert result.verdict == "FAIL" and saved, str(result)
+    assert {str(np.load(f).dtype) for f in saved} == {stored}
