@@ -20,6 +20,19 @@ inline bool zero_or_normal_in(DType d, double v) {
   return v == 0.0 || (std::isfinite(v) && std::abs(v) >= smallest_normal);
 }
 
+// K2's premise for scaling by any positive s: every entry of the matrix is zero or normal in the
+// dtypes the kernel rounds its input to (the compute dtype and the normalization dtype). A
+// subnormal entry keeps fewer bits than the rounding bounds B(G) assume, and other bits at another
+// scale: fp16's smallest normal is 2^-14, so a gradient of entries near 1e-7 is subnormal there,
+// and 1/16 of it underflows to zero (a fresh wide-tier seed: 1x24 rank 1, standard fp16, 0.18
+// against a bound of 0.0078).
+inline bool entries_normal_for(const MatD& m, const NsConfig& cfg) {
+  const DType nd = normalization_dtype(cfg);
+  for (Eigen::Index i = 0; i < m.size(); ++i)
+    if (!zero_or_normal_in(cfg.dtype, m.data()[i]) || !zero_or_normal_in(nd, m.data()[i])) return false;
+  return true;
+}
+
 // K2's premise for scaling `base` by 2^k: every entry, and the rounded norm, scale exactly in
 // the normalization dtype (nothing overflows, nothing is or becomes subnormal), and eps is at
 // most half an ULP of both rounded norms, so ||G|| + eps rounds to ||G||. Mirrors normalize.cpp.
