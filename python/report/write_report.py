@@ -89,7 +89,7 @@ def main():
         warnings.filterwarnings("ignore", category=RuntimeWarning)  # K8's NaN/Inf inputs, on purpose
         data = dict(version=nsverify.__version__, kernels=kernel_section(nsverify), tp=tp_section(nsverify),
                     bugs=bug_section(nsverify), deepspeed=deepspeed_section(nsverify))
-        core.write_atomically(out / "results.json", json.dumps(data, indent=1) + "\n")
+        core.write_atomically(out / "results.json", core.without_machine_paths(json.dumps(data, indent=1)) + "\n")
     core.write_atomically(out / "README.md", python_checks.render(out))
 
 

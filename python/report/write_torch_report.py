@@ -23,7 +23,6 @@ import os
 import pathlib
 import sys
 import threading
-import tempfile
 import time
 import warnings
 
@@ -199,13 +198,6 @@ def public_section():
     return out
 
 
-def without_paths(text):
-    """No machine's paths in the committed data: the repository's root becomes '.', the temporary
-    folder (where failures' arrays are saved) '$TMPDIR'."""
-    text = text.replace(str(ROOT) + os.sep, "").replace(str(ROOT), ".")
-    return text.replace(tempfile.gettempdir().rstrip(os.sep) + os.sep, "$TMPDIR/")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "reports" / "torch"))
@@ -225,7 +217,7 @@ def main():
             print(f"write_torch_report: {key} in {time.monotonic() - t:.0f} s", file=sys.stderr)
         data = dict(version=nsverify.__version__, seconds=time.monotonic() - started, tp_knobs=TP_KNOBS,
                     kernel_cases=KERNEL_CASES, **sections)
-        core.write_atomically(out / "results.json", without_paths(json.dumps(data, indent=1)) + "\n")
+        core.write_atomically(out / "results.json", core.without_machine_paths(json.dumps(data, indent=1)) + "\n")
     core.write_atomically(out / "README.md", torch_checks.render(str(out)))
 
 

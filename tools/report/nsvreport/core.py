@@ -124,6 +124,14 @@ def render(template, **context):
 
 # ---- files -------------------------------------------------------------------------------------
 
+def without_machine_paths(text):
+    """No machine's paths in committed data: the repository's root becomes '.', the temporary folder
+    (where the checks save failures' arrays) '$TMPDIR'."""
+    import tempfile
+    text = text.replace(REPO + os.sep, "").replace(REPO, ".")
+    return text.replace(tempfile.gettempdir().rstrip(os.sep) + os.sep, "$TMPDIR/")
+
+
 def write_atomically(path, text):
     """Writes beside `path` and renames when complete: a failed run never leaves a half-written file."""
     path = os.fspath(path)
