@@ -61,14 +61,18 @@ inline double effective_unit_roundoff(const NsConfig& cfg, Eigen::Index n) {
   return unit_roundoff(cfg.dtype) + std::sqrt(static_cast<double>(n)) * u_accumulate(cfg);
 }
 
-// L(G) above, for `cfg` on g.
-inline double lipschitz_of(const MatD& g, const NsConfig& cfg) {
-  const bool rectangular = g.rows() != g.cols();
-  // L(G) needs the spectrum's shape, not its last bits: the fast float64 SVD is enough here
+// G's singular values divided by ||G||_F + eps: what L(G) and F(G) are computed from. L(G) needs
+// the spectrum's shape, not its last bits: the fast float64 SVD is enough here.
+inline Eigen::VectorXd normalized_spectrum(const MatD& g, const NsConfig& cfg) {
   const double norm = std::sqrt(g.cwiseAbs2().sum());
-  const Eigen::VectorXd x = g.size() ? Eigen::VectorXd(singular_values(g) / (norm + cfg.eps)) : Eigen::VectorXd();
-  return ns_conditioning(x, cfg, rectangular);
+  return g.size() ? Eigen::VectorXd(singular_values(g) / (norm + cfg.eps)) : Eigen::VectorXd();
 }
+
+// L(G) above, for `cfg` on g (x: normalized_spectrum(g, cfg)).
+inline double lipschitz_of(const Eigen::VectorXd& x, const MatD& g, const NsConfig& cfg) {
+  return ns_conditioning(x, cfg, g.rows() != g.cols());
+}
+inline double lipschitz_of(const MatD& g, const NsConfig& cfg) { return lipschitz_of(normalized_spectrum(g, cfg), g, cfg); }
 
 // L(G) bounds the absolute change of NS(X) for a change of the normalized X (||X||_F = ||x||,
 // x its singular values); the properties measure the change relative to ||NS(X)||_F =
@@ -77,10 +81,7 @@ inline double lipschitz_of(const MatD& g, const NsConfig& cfg) {
 // rank-1 input at steps = 1 the factor is 42 (a fresh seed: K2, 24 x 1 in fp16, 0.316 against a
 // bound of 0.104 without it); keller's first step maps 1 to 0.701 (1.43). At least 1: where the
 // map grows the norm, B stays as it was.
-inline double output_norm_factor(const MatD& g, const NsConfig& cfg) {
-  if (g.size() == 0) return 1.0;
-  const double norm = std::sqrt(g.cwiseAbs2().sum());
-  const Eigen::VectorXd x = singular_values(g) / (norm + cfg.eps);
+inline double output_norm_factor(const Eigen::VectorXd& x, const NsConfig& cfg) {
   double in = 0, out = 0;
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     in += x(i) * x(i);
@@ -92,7 +93,8 @@ inline double output_norm_factor(const MatD& g, const NsConfig& cfg) {
 
 // B(G) above, for one computation of `cfg` on g, relative to ||NS(G)||_F.
 inline double rounding_bound(const MatD& g, const NsConfig& cfg) {
-  return rounded_stages_per_step(cfg.kernel) * (cfg.steps + 1) * lipschitz_of(g, cfg) * output_norm_factor(g, cfg) *
+  const Eigen::VectorXd x = normalized_spectrum(g, cfg);  // one SVD for L(G) and F(G)
+  return rounded_stages_per_step(cfg.kernel) * (cfg.steps + 1) * lipschitz_of(x, g, cfg) * output_norm_factor(x, cfg) *
          effective_unit_roundoff(cfg, std::max(g.rows(), g.cols()));
 }
 
