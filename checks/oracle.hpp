@@ -156,6 +156,27 @@ inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eige
   return b;
 }
 
+// The Gram loop's noise floor. The gram kernel (on non-square inputs) forms R = X X^T of the
+// normalized X in the compute dtype; the rounding error of R has spectral norm about
+// u_eff x_max^2 (u_eff as in the band above: one rounding plus the sqrt(n)-grown accumulation of
+// an inner product of the long side). An eigenvalue x_i^2 of R below that is rounding noise: the
+// direction of x_i, and how large the iteration makes it, are then set by rounding, not by G.
+// So the loop resolves x_i only when x_i >= sqrt(u_eff) x_max (bf16 at n = 16: 0.14 x_max; fp16:
+// 0.049; fp32: 5e-4). Later steps add noise of the same size to a direction the iteration has
+// already grown (by a_k per step while small), so the first Gram is the one that decides. An
+// unresolved direction is amplified like any small singular value, up to prod a_k (486 for keller
+// x 5): where the band of the configuration crosses the repelling fixed point (outside the
+// first-order regime), a correct kernel may carry such a direction past it while the reference's
+// rounding did not, or the other way round. Measured (issue 29, bf16 keller x 5 on 40 rank-1
+// inputs): the reference diverged on 13, DeepSpeed's Gram kernel on 3, the reference on two
+// row/column permutations of the same input (equivalent evaluations) on 25.
+inline bool gram_loop_leaves_a_direction_to_rounding(const MatD& g, const NsConfig& cfg) {
+  if (cfg.kernel != Kernel::gram || cfg.steps == 0 || g.rows() == g.cols() || g.size() == 0) return false;
+  const Eigen::VectorXd x = normalized_singular_values(g, cfg.eps);
+  const double u_eff = unit_roundoff(cfg.dtype) + std::sqrt(static_cast<double>(std::max(g.rows(), g.cols()))) * u_accumulate(cfg);
+  return x.minCoeff() < std::sqrt(u_eff) * x.maxCoeff();
+}
+
 }  // namespace nsv::props
 
 namespace nsv::props {

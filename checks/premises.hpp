@@ -15,6 +15,11 @@
 //   - the reference diverged on this input, and the input lies outside the regime: outside the
 //     premise (the reference itself shows the bound does not apply here);
 //   - the reference diverged inside the regime: the reference broke its own claim, a failure;
+//   - the Gram loop outside the regime on an input with a singular value below the loop's noise
+//     floor (oracle.hpp: gram_loop_leaves_a_direction_to_rounding, judged from the input and the
+//     configuration): rounding, not G, sets that direction, so whether it crosses the repelling
+//     fixed point differs between correct evaluations (the reference on G and on a permutation of
+//     G disagree): outside the premise;
 //   - otherwise the case is inside: an output under test that diverged where the reference did
 //     not fails, with both figures in the message. (A 10x-scaled bf16 output has singular values
 //     near 10, past every repelling fixed point; judged from that output, as before, the case
@@ -48,6 +53,11 @@ inline bool outside_the_premise(const MatD& g, const NsConfig& cfg, std::initial
       checks::fail_predicate("the reference's output diverged although the rounding-widened band of the configuration "
                              "stays inside the basin of attraction");
     RC_CLASSIFY(true, "the reference diverged (outside the first-order regime: bound not applicable)");
+    return true;
+  }
+  if (gram_loop_leaves_a_direction_to_rounding(g, cfg) && !first_order_regime(g, cfg)) {
+    RC_CLASSIFY(true, "the Gram loop outside the first-order regime, on a singular value below its noise floor "
+                      "(rounding sets that direction: bound not applicable)");
     return true;
   }
   for (const JudgedOutput& o : outputs)

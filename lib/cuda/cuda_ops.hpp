@@ -22,7 +22,7 @@
 //                      With products=full neither square nor symmetric_product mirrors.
 //   matmul(A, B)       round(A B).
 //   lincomb(a, X, P)   round(round(a X) + P) elementwise, written over P.
-//   add_diagonal(Z, a) Z_ii = round(Z_ii + a).
+//   add_diagonal(Z, a) Z_ii = round(Z_ii + round(a)): PyTorch's `Z + a * I`, I in the compute dtype.
 //   recycle(M)         nothing: M's device buffer is freed as it goes.
 //   all_reduce(parts)  device -> host Mat<float> (Mat<double> for fp64), the all-reduce of the
 //                      Communicator the ops hold, the compute dtype on the wire, host -> device.
@@ -134,7 +134,7 @@ class CudaOps {
 
   void add_diagonal(Matrix& z, Scalar a) {
     if (z.rows != z.cols) throw std::logic_error("CudaOps::add_diagonal: matrix is not square");
-    cuda::add_diagonal(elem_, z.data(), a, z.rows, z.count);
+    cuda::add_diagonal(elem_, z.data(), round_to(dtype_, a), z.rows, z.count);
   }
 
   bool communicates() const { return comm_ != nullptr && comm_->size() > 1; }

@@ -107,7 +107,10 @@ class CpuOps {
   }
 
   void add_diagonal(Matrix& z, Scalar a) const {
-    for (Eigen::Index i = 0; i < z.rows(); ++i) z(i, i) = round(z(i, i) + a);
+    // PyTorch's `Z + a * I` with I in the compute dtype: a * I is a tensor of that dtype, so a
+    // itself is rounded to it first (bf16: 3.4445 -> 3.4375), then each diagonal sum once more.
+    const T a_rounded = round(a);
+    for (Eigen::Index i = 0; i < z.rows(); ++i) z(i, i) = round(z(i, i) + a_rounded);
   }
 
   bool communicates() const { return comm_ != nullptr && comm_->size() > 1; }

@@ -15,7 +15,8 @@
 //   Matrix matmul(A, B)          round(A B)
 //   Matrix lincomb(a, X, P)      round(round(a X) + P)       (PyTorch's `a * X + P`); P is taken
 //                                by value so a backend can write the result into its storage
-//   void   add_diagonal(Z, a)    Z_ii = round(Z_ii + a)
+//   void   add_diagonal(Z, a)    Z_ii = round(Z_ii + round(a))   (PyTorch's `Z + a * I`, I in the
+//                                compute dtype: a * I rounds a)
 //   Matrix all_reduce(parts)     the sum over ranks of the ranks' parts, every rank receiving it:
 //                                the data backends through the Communicator they hold, the
 //                                shape-only ops of the cost model into their ledger. The

@@ -71,7 +71,7 @@ T to(DType d, T x) {
 // oracle_dtype_semantics must see differ from the reference (the two bugs issue 13 found the
 // gate missing): one rounding for a * X + P instead of two, and the Gram kernel normalizing in
 // the compute dtype instead of fp32.
-enum class Reading { as_described, one_rounding_in_scaled_sums, gram_normalized_in_compute_dtype };
+enum class Reading { as_described, one_rounding_in_scaled_sums, gram_normalized_in_compute_dtype, identity_with_unrounded_a };
 
 template <class T>
 class Kernel {
@@ -207,7 +207,9 @@ class Kernel {
       const Plain<T> z = polynomial(rm, k);
       if (!have_q) {
         q = z;
-        for (int d = 0; d < q.rows; ++d) q.at(d, d) = r(q.at(d, d) + scalar(k.a));
+        // `Z + a * I`, I in the compute dtype: a * I holds a rounded to it
+        const T a = reading_ == Reading::identity_with_unrounded_a ? scalar(k.a) : r(scalar(k.a));
+        for (int d = 0; d < q.rows; ++d) q.at(d, d) = r(q.at(d, d) + a);
         have_q = true;
       } else {
         q = plus_scaled(scalar(k.a), q, small_product(z, q));

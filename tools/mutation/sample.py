@@ -16,6 +16,7 @@ from the results and the triage.
   tools/mutation/sample.py --sample 150 --seed 20261202 --scratch ../nsv-mutation
   tools/mutation/sample.py --list --sample 20          # the first 20 sites of the sample
   tools/mutation/sample.py --rerun-survivors           # after adding properties
+  tools/mutation/sample.py --rerun-survivors --again   # after moving code: every killed survivor again
   tools/mutation/sample.py --patches                   # the hand-written mutants, properties/mutants/*.patch
   tools/mutation/sample.py --render-only
 
@@ -50,6 +51,7 @@ import sites  # noqa: E402
 from nsvreport import core, mutation as mutation_report  # noqa: E402  (the renderer of reports/mutation*.md)
 # lib/cuda is built only with a CUDA toolchain: its mutants could not be judged on this machine.
 DEFAULT_EXCLUDED = ["lib/cuda/"]
+SOURCE_FOLDERS = ["lib", "checks", "engine", "render", "tools/nsv"]  # every folder of C++ sources a mutant may live in
 
 
 def parse_args() -> argparse.Namespace:
@@ -62,7 +64,7 @@ def parse_args_from(argv: list[str]) -> argparse.Namespace:
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     p.add_argument("--sample", type=int, default=150, help="mutants that compile to judge (default 150)")
     p.add_argument("--seed", type=int, default=20261202, help="the sample's seed (default 20261202)")
-    p.add_argument("--folders", nargs="+", default=["lib", "checks", "engine", "render", "tools/nsv"],
+    p.add_argument("--folders", nargs="+", default=SOURCE_FOLDERS,
                    help="source folders (default lib checks engine render tools/nsv)")
     p.add_argument("--scratch", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "nsv-mutation",
                    help="scratch folder outside the repository (default $TMPDIR/nsv-mutation)")
@@ -77,6 +79,9 @@ def parse_args_from(argv: list[str]) -> argparse.Namespace:
                    help="gate tests to run before the others (the order otherwise follows their kills per second)")
     p.add_argument("--match", nargs="+", default=[""], metavar="TEXT",
                    help="with --rerun-survivors: only survivors whose file path contains one of these")
+    p.add_argument("--again", action="store_true",
+                   help="with --rerun-survivors: judge again also the survivors an earlier rerun killed "
+                        "(after code moved: does the current gate still kill them?)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build jobs and test slots (default: cores)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the sample's sites, run nothing")
@@ -274,7 +279,8 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
     rows = mutation_report.load_results(args.results)
     count_kills(tests, rows)
     triage = mutation_report.load_triage(args.triage)
-    every = sites.all_sites(scratch.tree, args.folders, DEFAULT_EXCLUDED)
+    # every source folder, not only the sample's: a line may have moved to another folder since
+    every = sites.all_sites(scratch.tree, list(dict.fromkeys(args.folders + SOURCE_FOLDERS)), DEFAULT_EXCLUDED)
     current = {s.key: s for s in every}
     # A line moved to another file (code split out) is the same mutant when its change is unique.
     by_change: dict[tuple, list[sites.Site]] = {}
@@ -283,14 +289,19 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
     for r in rows:
         if r["verdict"] != "survived" or r.get("source") == "patch" or not any(m in r["path"] for m in args.match):
             continue
-        if r.get("rerun", {}).get("verdict") == "killed" or triage.get(r["key"], {}).get("status") == "equivalent":
-            continue  # already killed by a property added since, or shown equivalent: its verdict stands
+        if triage.get(r["key"], {}).get("status") == "equivalent":
+            continue  # shown equivalent: its verdict stands
+        if r.get("rerun", {}).get("verdict") == "killed" and not args.again:
+            continue  # already killed by a property added since
         site = current.get(r["key"])
         moved = by_change.get((r["operator"], r["before"], r["after"]), [])
         if site is None and len(moved) == 1:
             site = moved[0]
         if site is None:
-            r["rerun"] = {"verdict": "gone", "commit": scratch.source}  # the line no longer exists
+            site = relocated_site(scratch.tree, r["operator"], triage.get(r["key"], {}).get("relocated_to"))
+        if site is None:
+            if r.get("rerun", {}).get("verdict") != "killed":  # --again keeps a kill whose line is gone since
+                r["rerun"] = {"verdict": "gone", "commit": scratch.source}  # the line no longer exists
             continue
         print(f"sample: rerun {site.path}:{site.line} {site.operator}", file=sys.stderr)
         again = scratch.judge(site, tests)
@@ -299,6 +310,22 @@ def rerun_survivors(args: argparse.Namespace, scratch: Scratch, tests: list[gate
             r["rerun"]["moved_to"] = f"{site.path}:{site.line}"
         write_results(args.results, rows)  # after each verdict, so an interrupted rerun keeps what it judged
     write_results(args.results, rows)
+
+
+def relocated_site(tree: Path, operator: str, relocated: dict | None) -> sites.Site | None:
+    """The same bug where its logic lives now, when the line itself is gone (the logic was replaced
+    by a library routine written differently): the triage names the new line and its mutated form
+    ({"path", "before", "after"}, whole lines without indentation); None when it names none or the
+    line is not (uniquely) there."""
+    if not relocated:
+        return None
+    lines = (tree / relocated["path"]).read_text(encoding="utf-8").split("\n")
+    found = [i for i, text in enumerate(lines) if text.strip() == relocated["before"]]
+    if len(found) != 1:
+        return None
+    text = lines[found[0]]
+    indent = text[:len(text) - len(text.lstrip())]
+    return sites.Site(relocated["path"], found[0] + 1, operator, text, indent + relocated["after"])
 
 
 def reproduce_extra(args: argparse.Namespace) -> str:

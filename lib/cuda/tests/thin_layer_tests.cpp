@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(mirror_copies_upper_onto_lower) {
 }
 
 // lincomb, scale and add_diagonal bit for bit against CpuOps's formulas (cpu_backend.cpp):
-// round(round(a*x) + p), round(a*x) and round(z + a), fp32 arithmetic for the 16-bit types.
+// round(round(a*x) + p), round(a*x) and round(z + round(a)), fp32 arithmetic for the 16-bit types.
 BOOST_AUTO_TEST_CASE(elementwise_kernels_match_cpu_formulas_bitwise) {
   cuda::Blas blas(cuda::Fp32Math::ieee);
   for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::fp16}) {
@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(elementwise_kernels_match_cpu_formulas_bitwise) {
     for (int i = 0; i < 9; ++i)
       ze(i, i) = d == DType::fp64
                      ? ze(i, i) + s
-                     : round_to(d, static_cast<double>(static_cast<float>(ze(i, i)) + static_cast<float>(s)));
+                     : round_to(d, static_cast<double>(static_cast<float>(ze(i, i)) + static_cast<float>(round_to(d, s))));
     for (const auto& zi : zz) BOOST_TEST(compare_bits(zi, ze, d).identical, "add_diagonal " << dtype_name(d));
   }
 }
