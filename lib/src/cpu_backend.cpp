@@ -46,22 +46,39 @@ class CpuOps {
   using Scalar = T;
 
   // `comm` sums the ranks' Gram matrices; null for a single matrix, which never reduces.
-  CpuOps(const NsConfig& cfg, Communicator* comm)
+  // `transposed`: the frame holds a tall input transposed (the kernels' X = G.mT).
+  CpuOps(const NsConfig& cfg, Communicator* comm, bool transposed)
       : dtype_(cfg.dtype),
         compute_sums_(cfg.accumulate == Accumulate::compute),
+        gram_compute_sums_(compute_sums_ && transposed),
         full_(cfg.products == Products::full),
         comm_(comm) {}
 
-  Scalar scalar(double v) const { return static_cast<T>(v); }
+  // A coefficient as PyTorch applies a Python scalar to a tensor: on the GPU in the op's float
+  // math (fp32), on the CPU with accumulate=compute cast to the tensor's dtype first (torch 1.13's
+  // CPU kernels for bf16/fp16: 3.4445 * X multiplies by bf16(3.4445) = 3.4375; with it the
+  // reference reproduces DeepSpeed's bf16 golden outputs bit for bit, golden.cpp).
+  Scalar scalar(double v) const { return compute_sums_ ? round(static_cast<T>(v)) : static_cast<T>(v); }
   Eigen::Index rows(const Matrix& m) const { return m.rows(); }
   Eigen::Index cols(const Matrix& m) const { return m.cols(); }
 
-  // Y Y^T sums in fp32 even when accumulate=compute: PyTorch's CPU GEMM takes its transposed-
-  // operand path for X @ X.mT, a dot product with a float accumulator, rounded once (checked
-  // against torch 1.13 with oneDNN off, which reproduces DeepSpeed's bf16 golden outputs).
+  // Y Y^T is PyTorch's X @ X.mT. For a wide or square input X is the caller's contiguous tensor
+  // and X.mT a transposed view, which PyTorch's CPU GEMM sums as dot products with a float
+  // accumulator, rounded once, also when accumulate=compute (checked against torch 1.13 with
+  // oneDNN off, which reproduces DeepSpeed's bf16 golden outputs). For a tall input the kernels
+  // transpose with X = G.mT: X is then the view and X.mT contiguous, which takes the native kernel
+  // that sums in the compute dtype (checked with Debian's torch 1.13.1 on 20x8 and 24x6 bf16
+  // inputs; that build hands products above 4096 multiply-adds to oneDNN, in fp32, so compute is
+  // the wider of its two roundings).
   Matrix gram(const Matrix& y) const {
     Matrix c = fresh(y.rows(), y.rows());
     if (y.cols() == 0) return c.setZero();
+    if (gram_compute_sums_) {
+      for (Eigen::Index i = 0; i < c.rows(); ++i)
+        for (Eigen::Index j = i; j < c.cols(); ++j) c(i, j) = rounded_sum_of_products(y.data() + i * y.cols(), y.data() + j * y.cols(), y.cols());
+      mirror_upper(c);
+      return c;
+    }
     blas_syrk(as_int(y.rows()), as_int(y.cols()), T(1), y.data(), c.data());
     mirror_upper(c);
     return rounded(std::move(c));
@@ -237,6 +254,7 @@ class CpuOps {
 
   DType dtype_;
   bool compute_sums_;
+  bool gram_compute_sums_;
   bool full_;
   Communicator* comm_;
   // Caches, not state: storage for later results and the scaled row panel of `square`.
@@ -252,7 +270,7 @@ ShardedResult iterate(const std::vector<const MatD*>& shards, const detail::Shar
   std::vector<Mat<T>> work = detail::normalize_as<T>(shards, frame.transpose, cfg, comm);
   ShardedResult out;
   {
-    CpuOps<T> ops(cfg, comm);
+    CpuOps<T> ops(cfg, comm, frame.transpose);
     detail::ShardedIteration<CpuOps<T>> it(ops, cfg, work.size());
     it.run(work, frame.iteration);
     out.flops_per_rank = it.flops_per_rank();

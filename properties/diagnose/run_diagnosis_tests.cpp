@@ -3,6 +3,7 @@
 // attention matrices q_proj (column-parallel, heads on dim 0) and o_proj (row-parallel), at
 // tp = 2 and 4; and the negative controls that show the verdicts are not given for free.
 #include <boost/test/unit_test.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,17 @@ BOOST_AUTO_TEST_CASE(a_dump_without_weights_is_compared_but_not_classified) {
     BOOST_TEST(!p.candidate.not_classified.empty());
     BOOST_TEST(p.update.rel_diff > 0.1);
   }
+}
+
+// The library's own guard on ranks (the CLI's reader refuses such a file before, run_dump.cpp
+// check_rank, so only a dump built in memory reaches it): a candidate whose largest rank equals
+// tp is refused, naming that rank; at its own tp it is diagnosed.
+BOOST_AUTO_TEST_CASE(a_candidate_holding_a_rank_past_tp_is_refused) {
+  const RunDump cand = candidate(4, "shard");
+  BOOST_CHECK_EXCEPTION(diagnose_run(cand, 3), std::invalid_argument, [](const std::invalid_argument& e) {
+    return std::string(e.what()).find("holds tensors of rank 3, but tp = 3 has ranks 0..2") != std::string::npos;
+  });
+  BOOST_CHECK_NO_THROW(diagnose_run(cand, 4));
 }
 
 // Negative control of the weights comparison: one rank's weight shard changed by 2^-10 relative

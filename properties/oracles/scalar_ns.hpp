@@ -18,14 +18,17 @@
 //   normalization   s = sum of squares in double, row-major over the (transposed) matrix;
 //                   D = rnd(float(rnd(sqrt s)) + float(rnd(eps))) in nd (double for fp64);
 //                   X_ij = rd(rnd(X_ij / D))
-//   Gram            rd(Y Y^T) summed in fp32 (fp64) also with accumulate=compute
+//   Gram            rd(Y Y^T) summed in fp32 (fp64), also with accumulate=compute on a wide or
+//                   square input; on a tall one with accumulate=compute as a product (PyTorch's
+//                   X @ X.mT on the view X = G.mT takes its native kernel)
 //   product         rd(A B): summed in fp32 (fp64), or with accumulate=compute every product
 //                   and partial sum rounded to d, in k order; "symmetric" products keep the
 //                   upper triangle and mirror it (the n x n operands are polynomials in the
 //                   Gram matrix, symmetric in exact arithmetic)
 //   c * S @ S       rd(rd(c S) S)
-//   a * X + P       rd(rd(a X) + P)
-//   Z + a I         Z_ii = rd(Z_ii + a)
+//   a * X + P       rd(rd(a X) + P); a scalar a is rd(a) with accumulate=compute (PyTorch's CPU
+//                   kernels cast a Python scalar to the tensor's dtype), else fp32
+//   Z + a I         Z_ii = rd(Z_ii + rd(a))   (a * I in the compute dtype rounds a)
 //   standard        A = Gram; B = b A + c A A; X = a X + B X, per step
 //   gram            R = Gram; per step i: restart before i (1 <= i < steps, i in the list):
 //                   X = Q X, R = Gram; Z = b R + c R R; Q = Z + a I after a (re)start, else
@@ -59,6 +62,14 @@ Plain<T> zeros(int rows, int cols) {
   return {rows, cols, std::vector<T>(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols), T(0))};
 }
 
+template <class T>
+Plain<T> transposed(const Plain<T>& x) {
+  Plain<T> t = zeros<T>(x.cols, x.rows);
+  for (int i = 0; i < x.rows; ++i)
+    for (int j = 0; j < x.cols; ++j) t.at(j, i) = x.at(i, j);
+  return t;
+}
+
 // Rounding to a dtype by Eigen's conversions; fp32 and fp64 values pass (T already holds them).
 template <class T>
 T to(DType d, T x) {
@@ -82,7 +93,7 @@ class Kernel {
     const bool tall = g.rows() > g.cols();
     Plain<T> x = normalized(g, tall);
     const bool gram_loop = cfg_.kernel == nsv::Kernel::gram && x.rows < x.cols;
-    gram_loop ? gram(x) : standard(x);
+    gram_loop ? gram(x, tall) : standard(x, tall);
     MatD out(g.rows(), g.cols());
     for (int i = 0; i < x.rows; ++i)
       for (int j = 0; j < x.cols; ++j) (tall ? out(j, i) : out(i, j)) = static_cast<double>(x.at(i, j));
@@ -117,9 +128,12 @@ class Kernel {
   }
 
   T r(T v) const { return to(d_, v); }
-  T scalar(double c) const { return static_cast<T>(c); }
+  T scalar(double c) const { return cfg_.accumulate == Accumulate::compute ? r(static_cast<T>(c)) : static_cast<T>(c); }
 
-  Plain<T> gram_of(const Plain<T>& y) const {
+  // X X^T; `tall`: X is the transposed view of a tall input, which PyTorch sums in the compute
+  // dtype when accumulate=compute (cpu_backend.cpp: CpuOps::gram).
+  Plain<T> gram_of(const Plain<T>& y, bool tall) const {
+    if (tall && cfg_.accumulate == Accumulate::compute) return product(y, transposed(y));
     Plain<T> c = zeros<T>(y.rows, y.rows);
     if (y.cols > 0) {
       if constexpr (std::is_same_v<T, double>)
@@ -181,10 +195,10 @@ class Kernel {
     return plus_scaled(scalar(k.b), a, small_product(scaled(scalar(k.c), a), a));
   }
 
-  void standard(Plain<T>& x) const {
+  void standard(Plain<T>& x, bool tall) const {
     for (int step = 0; step < cfg_.steps; ++step) {
       const Coeffs& k = cfg_.coeffs.at_step(step);
-      const Plain<T> b = polynomial(gram_of(x), k);
+      const Plain<T> b = polynomial(gram_of(x, tall), k);
       x = plus_scaled(scalar(k.a), x, product(b, x));
     }
   }
@@ -193,15 +207,15 @@ class Kernel {
     return step >= 1 && step < cfg_.steps && std::find(cfg_.restart_at.begin(), cfg_.restart_at.end(), step) != cfg_.restart_at.end();
   }
 
-  void gram(Plain<T>& x) const {
+  void gram(Plain<T>& x, bool tall) const {
     if (cfg_.steps == 0) return;
-    Plain<T> rm = gram_of(x), q;
+    Plain<T> rm = gram_of(x, tall), q;
     bool have_q = false;
     for (int i = 0; i < cfg_.steps; ++i) {
       const Coeffs& k = cfg_.coeffs.at_step(i);
       if (restarts_before(i)) {
         x = product(q, x);
-        rm = gram_of(x);
+        rm = gram_of(x, tall);
         have_q = false;
       }
       const Plain<T> z = polynomial(rm, k);

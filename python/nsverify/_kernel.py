@@ -30,7 +30,8 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
     Properties (the reference's own, properties/kernel_*.cpp; inputs from the same RapidCheck
     generators: square, wide, tall, extreme-aspect and vector shapes up to max_dim, gaussian,
     low-rank, power-law, ill-conditioned and integer spectra, power-of-two scales):
-      K1   NS(G^T) = NS(G)^T bit for bit (non-square G)
+      K1   NS(G^T) = NS(G)^T bit for bit (non-square G; not with accumulate="compute", where PyTorch
+           sums a tall input's X @ X.mT in the dtype and a wide one's in fp32)
       K7   a 3-D batch gives each matrix's own bits                    (batched=True)
       K10  same bits on a repeated call, at another batch position (batched=True), and for a
            matrix stored at another memory offset
