@@ -1,5 +1,7 @@
 #include "property_run.hpp"
 
+#include "nsv/invalid_field.hpp"
+
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
@@ -53,8 +55,16 @@ std::string replay_string(const std::string& property, const rc::detail::Reprodu
   return rc::detail::configToMinimalString(c);
 }
 
+void RunSettings::validate() const {
+  if (!(shrink_seconds >= 0 && shrink_seconds <= kMaxShrinkSeconds))
+    throw InvalidField("shrink_seconds", "must be between 0 (report the first failing case as found) and " +
+                                             std::to_string(static_cast<int>(kMaxShrinkSeconds)) + " seconds, got " +
+                                             std::to_string(shrink_seconds));
+}
+
 PropertyOutcome run_property(const std::string& id, const std::function<void()>& body, const RunSettings& settings,
                              const ReplayMap* replay) {
+  settings.validate();
   rc::detail::TestMetadata metadata;
   metadata.id = id;
   metadata.description = id;

@@ -29,7 +29,12 @@ struct RunSettings {
   // step reruns the implementation and the bound's own computations; a matrix of a few hundred
   // elements has as many shrink candidates, which without a budget took minutes. The shape and
   // spectrum are drawn (and shrunk) first, so a few seconds bring the case to its smallest shape.
+  // 0: no shrinking, the first failing case is reported as found (a large input fails at once).
   double shrink_seconds = 5;
+
+  static constexpr double kMaxShrinkSeconds = 3600;
+  // Throws nsv::InvalidField naming shrink_seconds when it is not in [0, kMaxShrinkSeconds].
+  void validate() const;
 };
 
 // RapidCheck's reproduce map, as RC_PARAMS="reproduce=..." spells it.

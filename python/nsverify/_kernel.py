@@ -18,7 +18,7 @@ def kernel_properties():
 def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], accumulate=_D["accumulate"],
                  products=_D["products"], coeffs=_D["coeffs"], restart_at=_D["restart_at"], batched=False,
                  required=None, properties=None, max_success=100, max_size=100, max_dim=48, shape=None, seed=None,
-                 replay=None, promise="map", counterexamples=None):
+                 replay=None, promise="map", counterexamples=None, shrink_seconds=5.0):
     """Run nsverify's kernel properties on ``fn(G: np.ndarray, steps: int) -> np.ndarray``.
 
     fn is your Newton-Schulz: it receives a float32 C-ordered matrix (float64 when dtype="fp64";
@@ -70,6 +70,9 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
     properties  run only these names (or codes); the others are "not run".
     max_success, max_size, max_dim, seed  RapidCheck's cases per property, its size parameter, the
               largest side generated (8..4096) and its seed (fixed by default).
+    shrink_seconds  how long a failing property may spend shrinking its counterexample after the first
+              failure (default 5; 0..3600): then the smallest failing case found so far is reported.
+              0 reports the first failing case as found (a large input that fails, at once).
     shape     (rows, cols): draw every matrix of this shape (your layer's), instead of any shape up to
               max_dim; K1 does not apply to a square one, REF not to sides below 8.
     replay    a replay string from a failure: runs exactly that shrunk case again (with the same fn
@@ -87,7 +90,8 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
         raise TypeError(f"fn must be a callable fn(G, steps) -> array, got {type(fn).__name__}")
     cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
     return run_kernel_check(NumpyKernel(fn, cfg.steps), _name(fn), cfg, batched, required, properties, max_success,
-                            max_size, max_dim, shape, seed, replay, promise=promise, counterexamples=counterexamples)
+                            max_size, max_dim, shape, seed, replay, promise=promise, counterexamples=counterexamples,
+                            shrink_seconds=shrink_seconds)
 
 
 def _name(fn):
@@ -95,7 +99,7 @@ def _name(fn):
 
 
 def run_kernel_check(adapter, name, cfg, batched, required, properties, max_success, max_size, max_dim, shape, seed, replay,
-                     promise="map", counterexamples=None, result_type=CheckResult, **extra):
+                     promise="map", counterexamples=None, result_type=CheckResult, shrink_seconds=5.0, **extra):
     """The kernel catalogue on any framework's adapter (nsverify/_adapters.py): a result_type(subject,
     properties, **extra), with its seed, promise and the failures' arrays saved."""
     table = kernel_properties()
@@ -106,7 +110,8 @@ def run_kernel_check(adapter, name, cfg, batched, required, properties, max_succ
                                   _args.integer("max_dim", max_dim, 8, 4096), pinned,
                                   DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
                                   _args.integer("max_success", max_success, 1, 100000),
-                                  _args.integer("max_size", max_size, 0, 100000), selected or [],
+                                  _args.integer("max_size", max_size, 0, 100000), _args.number("shrink_seconds", shrink_seconds),
+                                  selected or [],
                                   _args.optional_text("replay", replay) or "")
     results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"

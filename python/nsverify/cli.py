@@ -91,6 +91,8 @@ def parser():
     p.add_argument("--max-success", type=int, default=100, help="cases per property")
     p.add_argument("--max-dim", type=int, default=48, help="largest side generated")
     p.add_argument("--seed", type=int, help="RapidCheck's seed (fixed by default)")
+    p.add_argument("--shrink-seconds", type=float, default=5.0,
+                   help="seconds a failing property may shrink its counterexample (0..3600; 0: the first failing case)")
     p.add_argument("--replay", help="a failure's replay string: run exactly that case again")
     p.add_argument("--json", action="store_true", help="the result as JSON on stdout")
     p.add_argument("--call-timeout", type=float, default=300.0,
@@ -229,7 +231,8 @@ def _run_check(args):
     accumulate = args.accumulate or ("auto" if args.framework == "torch" else CHECK_DEFAULTS["accumulate"])
     knobs = dict(kernel=args.kernel, steps=args.steps, dtype=args.dtype, accumulate=accumulate,
                  products=args.products, coeffs=args.coeffs, restart_at=args.restart_at, max_success=args.max_success,
-                 max_dim=args.max_dim, seed=args.seed, replay=args.replay, counterexamples=args.counterexamples)
+                 max_dim=args.max_dim, seed=args.seed, replay=args.replay, counterexamples=args.counterexamples,
+                 shrink_seconds=args.shrink_seconds)
     try:
         # Each call recorded for the supervisor (time limit, progress, exits). A torch TP function runs
         # in rank processes, which look it up by module and name (the unwrapped function) and have

@@ -86,14 +86,15 @@ void bind_kernel_check(py::module_& m) {
       "check_kernel",
       [](py::object adapter, const std::string& name, const NsConfig& cfg, bool batched, Eigen::Index max_dim,
          std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::uint64_t seed, int max_success, int max_size,
-         const std::vector<std::string>& only, const std::string& replay) {
+         double shrink_seconds, const std::vector<std::string>& only, const std::string& replay) {
         std::optional<props::Shape> pinned;
         if (shape) pinned = pinned_shape(shape->first, shape->second);
-        return check_kernel(std::move(adapter), name, cfg, batched, max_dim, pinned, checks::RunSettings{seed, max_success, max_size},
+        return check_kernel(std::move(adapter), name, cfg, batched, max_dim, pinned, checks::RunSettings{seed, max_success, max_size, shrink_seconds},
                             only, replay);
       },
       py::arg("adapter"), py::arg("name"), py::arg("config"), py::arg("batched"), py::arg("max_dim"), py::arg("shape"),
-      py::arg("seed"), py::arg("max_success"), py::arg("max_size"), py::arg("properties"), py::arg("replay"));
+      py::arg("seed"), py::arg("max_success"), py::arg("max_size"), py::arg("shrink_seconds"), py::arg("properties"),
+      py::arg("replay"));
 }
 
 }  // namespace nsv::python

@@ -196,7 +196,8 @@ void bind_tp_check(py::module_& m) {
       [](py::object fn, const std::string& name, const NsConfig& cfg, const std::string& claim, const std::string& target,
          bool aspect_scale, int max_tp, std::int64_t max_dim, const std::vector<int>& tps, std::optional<int> axis, bool uneven,
          bool zero_width, std::optional<bool> fused, std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::int64_t heads,
-         std::int64_t kv_heads, std::uint64_t seed, int max_success, int max_size, int diagnosis_cases, const std::string& replay) {
+         std::int64_t kv_heads, std::uint64_t seed, int max_success, int max_size, double shrink_seconds, int diagnosis_cases,
+         const std::string& replay) {
         checks::TpScope scope;
         scope.max_tp = max_tp;
         scope.max_side = max_dim;
@@ -208,13 +209,13 @@ void bind_tp_check(py::module_& m) {
         scope.shape = shape;
         scope.heads = heads;
         scope.kv_heads = kv_heads;
-        return check_tp(std::move(fn), name, cfg, claim, target, aspect_scale, scope, checks::RunSettings{seed, max_success, max_size},
+        return check_tp(std::move(fn), name, cfg, claim, target, aspect_scale, scope, checks::RunSettings{seed, max_success, max_size, shrink_seconds},
                         diagnosis_cases, replay);
       },
       py::arg("fn"), py::arg("name"), py::arg("config"), py::arg("claim"), py::arg("target"), py::arg("aspect_scale"),
       py::arg("max_tp"), py::arg("max_dim"), py::arg("tp"), py::arg("axis"), py::arg("uneven"), py::arg("zero_width"),
       py::arg("fused"), py::arg("shape"), py::arg("heads"), py::arg("kv_heads"), py::arg("seed"), py::arg("max_success"),
-      py::arg("max_size"), py::arg("diagnosis_cases"), py::arg("replay"));
+      py::arg("max_size"), py::arg("shrink_seconds"), py::arg("diagnosis_cases"), py::arg("replay"));
 }
 
 }  // namespace nsv::python

@@ -112,6 +112,10 @@ CASES = {
                                       lambda n: n.plan_strategy("gather", 16, 16, 2, latency_us="5")),
     "run_strategy(axis=2)": (ValueError, r"axis must be an integer between 0 and 1, got 2",
                              lambda n: n.run_strategy(_g(), "gather", 2, axis=2)),
+    "check_kernel(shrink_seconds=-1)": (ValueError, r"shrink_seconds must be between 0 .* and 3600 seconds, got -1",
+                                        lambda n: n.check_kernel(lambda G, steps: G, shrink_seconds=-1)),
+    "check_tp(shrink_seconds='5')": (TypeError, r"shrink_seconds must be a number, got '5'",
+                                     lambda n: n.check_tp(lambda shards, spec: shards, shrink_seconds="5")),
     "compare_bits(ulp_dtype=32)": (TypeError, r"ulp_dtype must be a string",
                                    lambda n: n.compare_bits(_g(), _g(), ulp_dtype=32)),
 }

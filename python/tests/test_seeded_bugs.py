@@ -1,5 +1,7 @@
 """Every seeded bug is caught, and by the property that names it (the checked-in report
 reports/python/README.md quotes each shrunk counterexample)."""
+import re
+
 import pytest
 
 import nsverify
@@ -36,3 +38,18 @@ def test_tp_bug_is_caught(fn, kwargs, prop):
 
 def test_norm_per_shard_matches_no_semantics():
     assert nsverify.check_tp(numpy_tp.norm_per_shard, claim="none", kernel="standard").diagnosis is None
+
+
+def _elements(words):
+    """The elements of the matrices a counterexample's input line names ("26x8 (tall), ...", "a batch of
+    2 matrices: 9x16, 9x16")."""
+    return sum(int(r) * int(c) for r, c in re.findall(r"(\d+)x(\d+)", words))
+
+
+def test_shrinking_can_be_skipped_and_the_first_failure_is_real():
+    fn, kwargs, prop = KERNEL_BUGS[0]
+    first = assert_caught(nsverify.check_kernel(fn, **kwargs, shrink_seconds=0), prop)
+    shrunk = assert_caught(nsverify.check_kernel(fn, **kwargs), prop)
+    again = nsverify.check_kernel(fn, **kwargs, replay=first.replay)
+    assert again[prop].status == "fails", "the unshrunk first failure does not replay as a failure"
+    assert _elements(shrunk.detail["input"]) <= _elements(first.detail["input"])

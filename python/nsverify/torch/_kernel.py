@@ -76,7 +76,7 @@ def environment(dtype, device, input_dtype, words):
 def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype="bf16", accumulate="auto", device="cpu",
                  input_dtype=None, products=_D["products"], coeffs=_D["coeffs"], restart_at=_D["restart_at"],
                  batched=False, required=None, properties=None, max_success=100, max_size=100, max_dim=48, shape=None,
-                 seed=None, replay=None, promise="map", counterexamples=None):
+                 seed=None, replay=None, promise="map", counterexamples=None, shrink_seconds=5.0):
     """Run nsverify's kernel properties on ``fn(G: torch.Tensor, steps: int) -> torch.Tensor``.
 
     The same properties, generators, bounds, shrinking and replay as nsverify.check_kernel (see its
@@ -108,4 +108,5 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype="bf16", accum
     adapter = TorchKernel(fn, cfg.steps, torch_dtype(given), device, numpy_dtype(dtype))
     return run_kernel_check(adapter, _name(fn), cfg, batched, required, properties, max_success, max_size, max_dim, shape,
                             seed, replay, promise=promise, counterexamples=counterexamples, result_type=TorchCheckResult,
+                            shrink_seconds=shrink_seconds,
                             environment=environment(dtype, device, given, words))

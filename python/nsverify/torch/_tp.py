@@ -149,7 +149,7 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
              zero_width=True, fused=None, axis=None, shape=None, heads=0, kv_heads=0, kernel=_D["kernel"], steps=_D["steps"],
              dtype="fp32", accumulate="auto", input_dtype=None, device="cpu", products=_D["products"], coeffs=_D["coeffs"],
              restart_at=_D["restart_at"], max_dim=32, max_success=30, max_size=100, diagnosis_cases=12, seed=None,
-             replay=None, timeout=10.0, strategy=None, threads=1, counterexamples=None):
+             replay=None, timeout=10.0, strategy=None, threads=1, counterexamples=None, shrink_seconds=5.0):
     """Check ``fn(shard: torch.Tensor, spec, group) -> torch.Tensor`` on world_size real processes.
 
     The ranks form a torch.distributed process group (backend "gloo") on the loopback. On each case
@@ -199,11 +199,12 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
     runner = Runner(pool)
     try:
         out = run_tp_check(runner, name, cfg, claim, target, aspect_scale, world_size, max_dim, seed, max_success, max_size,
-                           0, replay, **scope)
+                           0, replay, shrink_seconds=shrink_seconds, **scope)
         if not replay and diagnosis_cases > 0:
             runner.fail_fast = True
             out["diagnosis"] = run_tp_check(runner, name, cfg, "none", target, aspect_scale, world_size, max_dim, seed,
-                                            max_success, max_size, diagnosis_cases, "", **scope)["diagnosis"]
+                                            max_success, max_size, diagnosis_cases, "", shrink_seconds=shrink_seconds,
+                                            **scope)["diagnosis"]
     finally:
         pool.close()
     env = dict(environment(dtype, device, input_dtype or dtype, words), world_size=int(world_size), backend=backend,
