@@ -355,7 +355,8 @@ void positive_scaling(const KernelUnderTest& impl, const KernelDomain& d) {
   const double norm = std::sqrt(g.values.cwiseAbs2().sum());
   RC_PRE(norm > 0.0);
   if (!props::entries_normal_for(g.values, cfg) || !props::entries_normal_for(scaled, cfg)) {
-    RC_CLASSIFY(true, "an entry of G or sG is subnormal in the compute or normalization dtype (judged from the input): bound not applicable");
+    RC_CLASSIFY(true, "an entry of G or sG is subnormal in the compute or normalization dtype (judged from the input): "
+                      "bound not applicable");
     return;
   }
   const Eigen::VectorXd xhat = singular_values(g.values) / norm;
@@ -588,8 +589,9 @@ KernelDomain one_configuration(const NsConfig& cfg, Eigen::Index max_dim, std::o
 // from it before main runs.
 std::span<const KernelProperty> kernel_properties() {
   static const KernelProperty table[] = {
-      {"K1", "transpose_of_input_transposes_output_exactly", "NS(G^T) = NS(G)^T bit for bit (non-square G; not with accumulate=compute)", KernelPromise::bitwise,
-       kNone, false, square_excluded, transpose},
+      {"K1", "transpose_of_input_transposes_output_exactly",
+       "NS(G^T) = NS(G)^T bit for bit (non-square G; not with accumulate=compute)", KernelPromise::bitwise, kNone, false,
+       square_excluded, transpose},
       {"K7", "batched_equals_loop_exactly", "a batch gives each matrix's own bits", KernelPromise::bitwise, kBatches, false, nullptr,
        batched_equals_loop},
       {"K7", "batched_matches_loop_within_rounding", "a batch gives each matrix's own NS within B(G) + B(G)", KernelPromise::map,

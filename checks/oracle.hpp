@@ -113,13 +113,19 @@ inline double u_accumulate(const NsConfig& cfg) {
   return cfg.accumulate == Accumulate::fp32 ? unit_roundoff(DType::fp32) : unit_roundoff(cfg.dtype);
 }
 
+// u_eff = u_dtype + sqrt(n) u_acc for a configuration and an inner dimension n (see the band's
+// derivation above; B(G) in tolerances.hpp uses the same).
+inline double effective_unit_roundoff(const NsConfig& cfg, Eigen::Index n) {
+  return unit_roundoff(cfg.dtype) + std::sqrt(static_cast<double>(n)) * u_accumulate(cfg);
+}
+
 // x: the normalized singular values; inner_dim: the long side; square: the gram kernel runs
 // the standard loop on square matrices.
 inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eigen::Index inner_dim, bool square,
                              bool with_rounding = true) {
   const double u = unit_roundoff(cfg.dtype);
   const double u_norm = unit_roundoff(normalization_dtype(cfg));
-  const double u_eff = u + std::sqrt(static_cast<double>(inner_dim)) * u_accumulate(cfg);
+  const double u_eff = effective_unit_roundoff(cfg, inner_dim);
   // the squared norm is a float64 sum of m n squares (probabilistic sqrt(m n) growth), halved
   // by the square root
   const double norm_sum_error = std::sqrt(static_cast<double>(x.size() * inner_dim)) * unit_roundoff(DType::fp64) / 2;
@@ -170,11 +176,12 @@ inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eige
 // rounding did not, or the other way round. Measured (issue 29, bf16 keller x 5 on 40 rank-1
 // inputs): the reference diverged on 13, DeepSpeed's Gram kernel on 3, the reference on two
 // row/column permutations of the same input (equivalent evaluations) on 25.
-inline bool gram_loop_leaves_a_direction_to_rounding(const MatD& g, const NsConfig& cfg) {
-  if (cfg.kernel != Kernel::gram || cfg.steps == 0 || g.rows() == g.cols() || g.size() == 0) return false;
-  const Eigen::VectorXd x = normalized_singular_values(g, cfg.eps);
-  const double u_eff = unit_roundoff(cfg.dtype) + std::sqrt(static_cast<double>(std::max(g.rows(), g.cols()))) * u_accumulate(cfg);
-  return x.minCoeff() < std::sqrt(u_eff) * x.maxCoeff();
+inline bool runs_the_gram_loop(const MatD& g, const NsConfig& cfg) {
+  return cfg.kernel == Kernel::gram && cfg.steps > 0 && g.rows() != g.cols() && g.size() > 0;
+}
+// x: normalized_singular_values(g, cfg.eps) of an input that runs_the_gram_loop.
+inline bool gram_loop_leaves_a_direction_to_rounding(const Eigen::VectorXd& x, const MatD& g, const NsConfig& cfg) {
+  return x.minCoeff() < std::sqrt(effective_unit_roundoff(cfg, std::max(g.rows(), g.cols()))) * x.maxCoeff();
 }
 
 }  // namespace nsv::props
@@ -259,10 +266,14 @@ inline std::string divergence_words(const MatD& out, const NsConfig& cfg) {
 // exploded). Inside this regime the first-order analysis behind the rounding bounds holds;
 // outside it (bf16, and the gram loop on rank-deficient inputs in every narrow dtype: its noise
 // on a tiny singular value is sqrt(u), not u) the iteration may leave its basin and blow up.
-inline bool first_order_regime(const MatD& g, const NsConfig& cfg) {
+// x: normalized_singular_values(g, cfg.eps).
+inline bool first_order_regime(const Eigen::VectorXd& x, const MatD& g, const NsConfig& cfg) {
   if (cfg.steps == 0) return true;
-  const Band band = convergence_band(normalized_singular_values(g, cfg.eps), cfg, std::max(g.rows(), g.cols()), g.rows() == g.cols());
+  const Band band = convergence_band(x, cfg, std::max(g.rows(), g.cols()), g.rows() == g.cols());
   return std::isfinite(band.hi) && band.hi < repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
+}
+inline bool first_order_regime(const MatD& g, const NsConfig& cfg) {
+  return cfg.steps == 0 || first_order_regime(normalized_singular_values(g, cfg.eps), g, cfg);
 }
 
 }  // namespace nsv::props

@@ -55,10 +55,13 @@ inline bool outside_the_premise(const MatD& g, const NsConfig& cfg, std::initial
     RC_CLASSIFY(true, "the reference diverged (outside the first-order regime: bound not applicable)");
     return true;
   }
-  if (gram_loop_leaves_a_direction_to_rounding(g, cfg) && !first_order_regime(g, cfg)) {
-    RC_CLASSIFY(true, "the Gram loop outside the first-order regime, on a singular value below its noise floor "
-                      "(rounding sets that direction: bound not applicable)");
-    return true;
+  if (runs_the_gram_loop(g, cfg)) {
+    const Eigen::VectorXd x = normalized_singular_values(g, cfg.eps);  // one accurate SVD for both tests
+    if (gram_loop_leaves_a_direction_to_rounding(x, g, cfg) && !first_order_regime(x, g, cfg)) {
+      RC_CLASSIFY(true, "the Gram loop outside the first-order regime, on a singular value below its noise floor "
+                        "(rounding sets that direction: bound not applicable)");
+      return true;
+    }
   }
   for (const JudgedOutput& o : outputs)
     if (diverged(o.under_test, cfg))

@@ -56,11 +56,6 @@ inline double rounded_stages_per_step(Kernel k) { return k == Kernel::standard ?
 // had been measured on another library version; fresh wide-tier seeds found 9 x 10 failing it.
 inline constexpr Eigen::Index kTwoDrawMinSide = 16;
 
-// u_eff for a configuration and an inner dimension n.
-inline double effective_unit_roundoff(const NsConfig& cfg, Eigen::Index n) {
-  return unit_roundoff(cfg.dtype) + std::sqrt(static_cast<double>(n)) * u_accumulate(cfg);
-}
-
 // G's singular values divided by ||G||_F + eps: what L(G) and F(G) are computed from. L(G) needs
 // the spectrum's shape, not its last bits: the fast float64 SVD is enough here.
 inline Eigen::VectorXd normalized_spectrum(const MatD& g, const NsConfig& cfg) {

@@ -142,9 +142,10 @@ BOOST_AUTO_TEST_CASE(fp32_cases_match_deepspeed_within_our_own_rounding) {
 // sums, no AVX512-BF16, Python scalars cast to bf16), which our accumulate=compute emulates: bit for
 // bit on the 2-D wide and square cases of this set that sum in k order, not where torch's kernel
 // chooses another path (a tall input's transposed view, the largest products, batches), so
-// agreement is reported for both accumulation modes (with the bit-identical count), not asserted. What is asserted: our bf16
-// with fp32 accumulation (the tensor-core model) is within (u_bf16 / u_fp32) x our fp32 error
-// of the float64 map (tolerance row golden_bf16), and zero stays zero.
+// agreement is reported for both accumulation modes (with the bit-identical count), not
+// asserted. What is asserted: our bf16 with fp32 accumulation (the tensor-core model) is within
+// (u_bf16 / u_fp32) x our fp32 error of the float64 map (tolerance row golden_bf16), and zero
+// stays zero.
 BOOST_AUTO_TEST_CASE(bf16_cases_are_reported_and_bounded_against_the_fp64_map) {
   ++tally().quantified;
   int checked = 0;

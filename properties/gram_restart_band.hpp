@@ -138,7 +138,7 @@ inline GramBand gram_restart_band(const Eigen::VectorXd& x, const NsConfig& cfg,
   using namespace gram_band_detail;
   const double p = static_cast<double>(x.size());
   const double u = unit_roundoff(cfg.dtype);
-  const double u_eff = u + std::sqrt(static_cast<double>(m)) * u_accumulate(cfg);
+  const double u_eff = effective_unit_roundoff(cfg, m);
   const double ue = u_eff * std::sqrt(p);
   const double w_rel = 3 * unit_roundoff(normalization_dtype(cfg)) + std::sqrt(p * static_cast<double>(m)) * unit_roundoff(DType::fp64) / 2;
   const double svd_slack = static_cast<double>(m) * kLongDoubleUnitRoundoff * (x.size() ? x.maxCoeff() : 0.0);

@@ -74,8 +74,9 @@ class CpuOps {
     Matrix c = fresh(y.rows(), y.rows());
     if (y.cols() == 0) return c.setZero();
     if (gram_compute_sums_) {
+      const Eigen::Index k = y.cols();
       for (Eigen::Index i = 0; i < c.rows(); ++i)
-        for (Eigen::Index j = i; j < c.cols(); ++j) c(i, j) = rounded_sum_of_products(y.data() + i * y.cols(), y.data() + j * y.cols(), y.cols());
+        for (Eigen::Index j = i; j < c.cols(); ++j) c(i, j) = rounded_sum_of_products(y.data() + i * k, y.data() + j * k, k);
       mirror_upper(c);
       return c;
     }

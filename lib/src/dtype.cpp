@@ -17,7 +17,8 @@ constexpr NamedValue<DType> kDTypeNames[] = {
     {DType::bf16, "bfloat16", {}, false}, {DType::fp16, "float16", {}, false}};
 constexpr NameTable<DType> kDTypeTable{"dtype", kDTypeNames};
 constexpr NamedValue<Accumulate> kAccumulateNames[] = {{Accumulate::fp32, "fp32", "tensor cores, cuBLAS"},
-                                                       {Accumulate::compute, "compute", "PyTorch CPU bf16/fp16: GEMM sums and scalars in the dtype"}};
+                                                       {Accumulate::compute, "compute",
+                                                        "PyTorch CPU bf16/fp16: GEMM sums and scalars in the dtype"}};
 constexpr NameTable<Accumulate> kAccumulateTable{"accumulate", kAccumulateNames};
 }  // namespace
 

@@ -3,7 +3,7 @@
 from . import _args
 from . import _nsverify as _core
 from ._adapters import NumpyKernel
-from ._reference import CHECK_DEFAULTS as _D, config as _config
+from ._reference import CHECK_DEFAULTS as _D, SHRINK_SECONDS, config as _config
 from ._results import CheckResult, PropertyResult
 
 #: RapidCheck's seed when none is given: a fixed one, so a check that passes in CI passes again.
@@ -18,7 +18,7 @@ def kernel_properties():
 def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], accumulate=_D["accumulate"],
                  products=_D["products"], coeffs=_D["coeffs"], restart_at=_D["restart_at"], batched=False,
                  required=None, properties=None, max_success=100, max_size=100, max_dim=48, shape=None, seed=None,
-                 replay=None, promise="map", counterexamples=None, shrink_seconds=5.0):
+                 replay=None, promise="map", counterexamples=None, shrink_seconds=SHRINK_SECONDS):
     """Run nsverify's kernel properties on ``fn(G: np.ndarray, steps: int) -> np.ndarray``.
 
     fn is your Newton-Schulz: it receives a float32 C-ordered matrix (float64 when dtype="fp64";
@@ -99,7 +99,7 @@ def _name(fn):
 
 
 def run_kernel_check(adapter, name, cfg, batched, required, properties, max_success, max_size, max_dim, shape, seed, replay,
-                     promise="map", counterexamples=None, result_type=CheckResult, shrink_seconds=5.0, **extra):
+                     promise="map", counterexamples=None, result_type=CheckResult, shrink_seconds=SHRINK_SECONDS, **extra):
     """The kernel catalogue on any framework's adapter (nsverify/_adapters.py): a result_type(subject,
     properties, **extra), with its seed, promise and the failures' arrays saved."""
     table = kernel_properties()

@@ -15,6 +15,8 @@ NS_DEFAULTS = {field: CONFIG_SCHEMA[field]["default"]
 #: a check compares the user's implementation with the reference bit for bit, and PyTorch (so any torch
 #: Newton-Schulz) computes both triangles of the n x n products.
 CHECK_DEFAULTS = dict(NS_DEFAULTS, products="full")
+#: The checks' shrinking budget in seconds (checks::RunSettings; its range is checked there).
+SHRINK_SECONDS = _core.DEFAULT_SHRINK_SECONDS
 _BACKEND = CONFIG_SCHEMA["backend"]["default"]
 _REDUCTION_ORDER = CONFIG_SCHEMA["reduction_order"]["default"]
 

@@ -7,7 +7,7 @@ import numpy as np
 from . import _args
 from . import _nsverify as _core
 from ._kernel import DEFAULT_SEED
-from ._reference import CHECK_DEFAULTS as _D, config as _config
+from ._reference import CHECK_DEFAULTS as _D, SHRINK_SECONDS, config as _config
 from ._results import CheckResult, PropertyResult, _table
 
 
@@ -71,7 +71,7 @@ class TpCheckResult(CheckResult):
 def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["kernel"], steps=_D["steps"],
              dtype=_D["dtype"], accumulate=_D["accumulate"], products=_D["products"], coeffs=_D["coeffs"],
              restart_at=_D["restart_at"], max_tp=8, max_dim=48, max_success=100, max_size=100, diagnosis_cases=24,
-             seed=None, replay=None, counterexamples=None, shrink_seconds=5.0):
+             seed=None, replay=None, counterexamples=None, shrink_seconds=SHRINK_SECONDS):
     """Check ``fn(shards: list[np.ndarray], spec) -> list[np.ndarray]``, your tensor-parallel NS.
 
     fn receives the shards of a matrix exactly as AutoTP lays them out (float32, rank order; a rank
@@ -129,7 +129,7 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
 
 def run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size, diagnosis_cases,
                  replay, tps=(), axis=None, uneven=True, zero_width=True, fused=None, shape=None, heads=0, kv_heads=0,
-                 shrink_seconds=5.0):
+                 shrink_seconds=SHRINK_SECONDS):
     """The TP catalogue on fn(shards, spec) -> list of arrays, in the scope the keywords narrow (TpScope),
     every argument typed strictly (_args): the core's dict {"properties", "diagnosis", "target"}."""
     return _core.check_tp(fn, name, cfg, _args.text("claim", claim, ("exact", "rounding", "none")),
@@ -139,7 +139,8 @@ def run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, se
                           _args.integer("heads", heads, 0, 1 << 20), _args.integer("kv_heads", kv_heads, 0, 1 << 20),
                           DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
                           _args.integer("max_success", max_success, 1, 100000), _args.integer("max_size", max_size, 0, 100000),
-                          _args.number("shrink_seconds", shrink_seconds), _args.integer("diagnosis_cases", diagnosis_cases, 0, 10000), _args.optional_text("replay", replay) or "")
+                          _args.number("shrink_seconds", shrink_seconds),
+                          _args.integer("diagnosis_cases", diagnosis_cases, 0, 10000), _args.optional_text("replay", replay) or "")
 
 
 def tp_result(out, name, claim, cfg, seed=None, counterexamples=None, result_type=TpCheckResult, **extra):

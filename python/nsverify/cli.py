@@ -29,7 +29,7 @@ import time
 import warnings
 
 from ._kernel import check_kernel
-from ._reference import CHECK_DEFAULTS, CONFIG_SCHEMA
+from ._reference import CHECK_DEFAULTS, CONFIG_SCHEMA, SHRINK_SECONDS
 from ._tp import check_tp
 
 
@@ -91,7 +91,7 @@ def parser():
     p.add_argument("--max-success", type=int, default=100, help="cases per property")
     p.add_argument("--max-dim", type=int, default=48, help="largest side generated")
     p.add_argument("--seed", type=int, help="RapidCheck's seed (fixed by default)")
-    p.add_argument("--shrink-seconds", type=float, default=5.0,
+    p.add_argument("--shrink-seconds", type=float, default=SHRINK_SECONDS,
                    help="seconds a failing property may shrink its counterexample (0..3600; 0: the first failing case)")
     p.add_argument("--replay", help="a failure's replay string: run exactly that case again")
     p.add_argument("--json", action="store_true", help="the result as JSON on stdout")

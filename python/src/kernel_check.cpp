@@ -81,6 +81,7 @@ props::Shape pinned_shape(std::int64_t rows, std::int64_t cols) {
 }  // namespace
 
 void bind_kernel_check(py::module_& m) {
+  m.attr("DEFAULT_SHRINK_SECONDS") = checks::RunSettings{}.shrink_seconds;
   m.def("kernel_properties", &kernel_property_table, "The kernel catalogue: code, name, claim, promise, needs.");
   m.def(
       "check_kernel",
@@ -89,8 +90,8 @@ void bind_kernel_check(py::module_& m) {
          double shrink_seconds, const std::vector<std::string>& only, const std::string& replay) {
         std::optional<props::Shape> pinned;
         if (shape) pinned = pinned_shape(shape->first, shape->second);
-        return check_kernel(std::move(adapter), name, cfg, batched, max_dim, pinned, checks::RunSettings{seed, max_success, max_size, shrink_seconds},
-                            only, replay);
+        return check_kernel(std::move(adapter), name, cfg, batched, max_dim, pinned,
+                            checks::RunSettings{seed, max_success, max_size, shrink_seconds}, only, replay);
       },
       py::arg("adapter"), py::arg("name"), py::arg("config"), py::arg("batched"), py::arg("max_dim"), py::arg("shape"),
       py::arg("seed"), py::arg("max_success"), py::arg("max_size"), py::arg("shrink_seconds"), py::arg("properties"),

@@ -209,8 +209,8 @@ void bind_tp_check(py::module_& m) {
         scope.shape = shape;
         scope.heads = heads;
         scope.kv_heads = kv_heads;
-        return check_tp(std::move(fn), name, cfg, claim, target, aspect_scale, scope, checks::RunSettings{seed, max_success, max_size, shrink_seconds},
-                        diagnosis_cases, replay);
+        return check_tp(std::move(fn), name, cfg, claim, target, aspect_scale, scope,
+                        checks::RunSettings{seed, max_success, max_size, shrink_seconds}, diagnosis_cases, replay);
       },
       py::arg("fn"), py::arg("name"), py::arg("config"), py::arg("claim"), py::arg("target"), py::arg("aspect_scale"),
       py::arg("max_tp"), py::arg("max_dim"), py::arg("tp"), py::arg("axis"), py::arg("uneven"), py::arg("zero_width"),

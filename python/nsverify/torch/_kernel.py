@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from .._kernel import _name, run_kernel_check
-from .._reference import CHECK_DEFAULTS as _D, config as _config
+from .._reference import CHECK_DEFAULTS as _D, SHRINK_SECONDS, config as _config
 from .._results import CheckResult
 from ._probe import probe_accumulation, support
 from ._tensors import Observed, numpy_dtype, shares_storage, tidy, to_numpy, to_tensor, torch_dtype
@@ -76,7 +76,7 @@ def environment(dtype, device, input_dtype, words):
 def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype="bf16", accumulate="auto", device="cpu",
                  input_dtype=None, products=_D["products"], coeffs=_D["coeffs"], restart_at=_D["restart_at"],
                  batched=False, required=None, properties=None, max_success=100, max_size=100, max_dim=48, shape=None,
-                 seed=None, replay=None, promise="map", counterexamples=None, shrink_seconds=5.0):
+                 seed=None, replay=None, promise="map", counterexamples=None, shrink_seconds=SHRINK_SECONDS):
     """Run nsverify's kernel properties on ``fn(G: torch.Tensor, steps: int) -> torch.Tensor``.
 
     The same properties, generators, bounds, shrinking and replay as nsverify.check_kernel (see its

@@ -6,7 +6,7 @@ import types
 import numpy as np
 
 from .._kernel import _name
-from .._reference import CHECK_DEFAULTS as _D, autotp_layout, config as _config, plan_strategy, split
+from .._reference import CHECK_DEFAULTS as _D, SHRINK_SECONDS, autotp_layout, config as _config, plan_strategy, split
 from .._tp import TpCheckResult, run_tp_check, tp_result
 from ._kernel import environment, resolve_accumulate
 from ._pool import RankFailure, RankPool
@@ -149,7 +149,7 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
              zero_width=True, fused=None, axis=None, shape=None, heads=0, kv_heads=0, kernel=_D["kernel"], steps=_D["steps"],
              dtype="fp32", accumulate="auto", input_dtype=None, device="cpu", products=_D["products"], coeffs=_D["coeffs"],
              restart_at=_D["restart_at"], max_dim=32, max_success=30, max_size=100, diagnosis_cases=12, seed=None,
-             replay=None, timeout=10.0, strategy=None, threads=1, counterexamples=None, shrink_seconds=5.0):
+             replay=None, timeout=10.0, strategy=None, threads=1, counterexamples=None, shrink_seconds=SHRINK_SECONDS):
     """Check ``fn(shard: torch.Tensor, spec, group) -> torch.Tensor`` on world_size real processes.
 
     The ranks form a torch.distributed process group (backend "gloo") on the loopback. On each case
