@@ -72,6 +72,21 @@ BOOST_AUTO_TEST_CASE(O4_negative_control_misread_roundings_give_other_bits) {
                "reading " << static_cast<int>(reading) << " gave the reference's bits");
 }
 
+// The same for PyTorch's CPU arithmetic (accumulate=compute) on a tall input: the coefficients
+// cast to the dtype and the Gram product of the transposed view summed in it are both seen.
+BOOST_AUTO_TEST_CASE(O4_negative_control_compute_readings_give_other_bits) {
+  NsConfig cfg;
+  cfg.kernel = Kernel::gram;
+  cfg.dtype = DType::bf16;
+  cfg.accumulate = Accumulate::compute;
+  const MatD g = props::shard::gaussian(24, 8, 11);
+  const MatD reference = newton_schulz(props::shard::backend(), g, cfg);
+  BOOST_TEST(props::bit_difference(reference, scalar::newton_schulz(g, cfg), cfg.dtype).empty());
+  for (const auto reading : {scalar::Reading::compute_with_fp32_scalars, scalar::Reading::compute_with_fp32_tall_gram})
+    BOOST_TEST(!props::bit_difference(reference, scalar::newton_schulz(g, cfg, reading), cfg.dtype).empty(),
+               "reading " << static_cast<int>(reading) << " gave the reference's bits");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

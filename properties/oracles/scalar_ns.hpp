@@ -78,11 +78,20 @@ T to(DType d, T x) {
   return x;
 }
 
-// The semantics above, or one of two plausible misreadings that the negative controls of
-// oracle_dtype_semantics must see differ from the reference (the two bugs issue 13 found the
-// gate missing): one rounding for a * X + P instead of two, and the Gram kernel normalizing in
-// the compute dtype instead of fp32.
-enum class Reading { as_described, one_rounding_in_scaled_sums, gram_normalized_in_compute_dtype, identity_with_unrounded_a };
+// The semantics above, or a plausible misreading that the negative controls of
+// oracle_dtype_semantics must see differ from the reference: the two bugs issue 13 found the
+// gate missing (one rounding for a * X + P instead of two, the Gram kernel normalizing in the
+// compute dtype instead of fp32), and the three PyTorch CPU roundings issue 29 found the
+// reference missing (a unrounded in Z + a I; with accumulate=compute, fp32 coefficients, and a
+// tall input's Gram summed in fp32).
+enum class Reading {
+  as_described,
+  one_rounding_in_scaled_sums,
+  gram_normalized_in_compute_dtype,
+  identity_with_unrounded_a,   // Z + a I with a unrounded
+  compute_with_fp32_scalars,   // accumulate=compute, but the coefficients kept in fp32
+  compute_with_fp32_tall_gram, // accumulate=compute, but a tall input's X X^T summed in fp32
+};
 
 template <class T>
 class Kernel {
@@ -128,12 +137,16 @@ class Kernel {
   }
 
   T r(T v) const { return to(d_, v); }
-  T scalar(double c) const { return cfg_.accumulate == Accumulate::compute ? r(static_cast<T>(c)) : static_cast<T>(c); }
+  T scalar(double c) const {
+    const bool in_dtype = cfg_.accumulate == Accumulate::compute && reading_ != Reading::compute_with_fp32_scalars;
+    return in_dtype ? r(static_cast<T>(c)) : static_cast<T>(c);
+  }
 
   // X X^T; `tall`: X is the transposed view of a tall input, which PyTorch sums in the compute
   // dtype when accumulate=compute (cpu_backend.cpp: CpuOps::gram).
   Plain<T> gram_of(const Plain<T>& y, bool tall) const {
-    if (tall && cfg_.accumulate == Accumulate::compute) return product(y, transposed(y));
+    if (tall && cfg_.accumulate == Accumulate::compute && reading_ != Reading::compute_with_fp32_tall_gram)
+      return product(y, transposed(y));
     Plain<T> c = zeros<T>(y.rows, y.rows);
     if (y.cols > 0) {
       if constexpr (std::is_same_v<T, double>)
