@@ -30,6 +30,7 @@
 // outside it. Every run prints, per bounded property, the largest measured/bound it saw.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -69,6 +70,17 @@ inline double lipschitz_of(const Eigen::VectorXd& x, const MatD& g, const NsConf
 }
 inline double lipschitz_of(const MatD& g, const NsConfig& cfg) { return lipschitz_of(normalized_spectrum(g, cfg), g, cfg); }
 
+// ||phi(x)||_2^2 = ||NS(G)||_F^2 of the exact map (x: normalized_spectrum(g, cfg)): the norm B(G)
+// is relative to, squared.
+inline double squared_map_output_norm(const Eigen::VectorXd& x, const NsConfig& cfg) {
+  double out = 0;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const double y = scalar_map(cfg, x(i));
+    out += y * y;
+  }
+  return out;
+}
+
 // L(G) bounds the absolute change of NS(X) for a change of the normalized X (||X||_F = ||x||,
 // x its singular values); the properties measure the change relative to ||NS(X)||_F =
 // ||phi(x)||_2. Where the map shrinks the input's norm, the relative change is larger by
@@ -77,13 +89,21 @@ inline double lipschitz_of(const MatD& g, const NsConfig& cfg) { return lipschit
 // bound of 0.104 without it); keller's first step maps 1 to 0.701 (1.43). At least 1: where the
 // map grows the norm, B stays as it was.
 inline double output_norm_factor(const Eigen::VectorXd& x, const NsConfig& cfg) {
-  double in = 0, out = 0;
-  for (Eigen::Index i = 0; i < x.size(); ++i) {
-    in += x(i) * x(i);
-    const double y = scalar_map(cfg, x(i));
-    out += y * y;
-  }
+  double in = 0;
+  for (Eigen::Index i = 0; i < x.size(); ++i) in += x(i) * x(i);
+  const double out = squared_map_output_norm(x, cfg);
   return out > 0 ? std::max(1.0, std::sqrt(in / out)) : 1.0;
+}
+
+// ||a - b||_F / ||NS(G)||_F, NS the exact map of `cfg`: the measure that B(G) + B(G') bounds when
+// a and b are two computations of the same map (each within B ||NS(G)||_F of it). Dividing by
+// ||b|| instead measures against a computed output, whose norm rounding can take to zero: cubic5
+// maps a rank-1 input's 1 to 0.0236 in one step, bf16 cancellation made NS_standard(G) exactly 0
+// on a 2 x 2 input and rel_diff(NS_gram, NS_standard) infinite (a fresh wide-tier seed, K6).
+inline double distance_relative_to_the_map(const MatD& a, const MatD& b, const MatD& g, const NsConfig& cfg) {
+  const double d = distance(a, b), r = std::sqrt(squared_map_output_norm(normalized_spectrum(g, cfg), cfg));
+  if (r == 0.0) return d == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return d / r;
 }
 
 // B(G) above, for one computation of `cfg` on g, relative to ||NS(G)||_F.

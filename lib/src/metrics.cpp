@@ -28,9 +28,13 @@ double norm(const MatD& a) { return std::sqrt(dot(a, a)); }
 
 }  // namespace
 
+double distance(const MatD& a, const MatD& b) {
+  same_shape(a, b);
+  return norm(MatD(a - b));
+}
+
 double rel_diff(const MatD& a, const MatD& ref) {
-  same_shape(a, ref);
-  const double d = norm(MatD(a - ref)), r = norm(ref);
+  const double d = distance(a, ref), r = norm(ref);
   if (r == 0.0) return d == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
   return d / r;
 }

@@ -8,6 +8,8 @@
 
 namespace nsv {
 
+// ||a - b||_F, summed in a fixed element order (the same bits on every run and alignment).
+double distance(const MatD& a, const MatD& b);
 // ||a - ref||_F / ||ref||_F; 0 when both are zero, +inf when only ref is zero.
 double rel_diff(const MatD& a, const MatD& ref);
 // <a, b> / (||a|| ||b||); 1 when both are zero.
