@@ -5,9 +5,11 @@
 // 10^8 times below fp32's, so the difference between a dtype's result and the float64 result on
 // the same input is that dtype's own error (the "kernel's own error" the tolerances scale).
 #include <Eigen/Core>
+#include <Eigen/Eigenvalues>
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <iomanip>
 #include <memory>
@@ -50,18 +52,76 @@ inline double scalar_map(const NsConfig& cfg, double x) {
   return x;
 }
 
-// Singular values, decreasing, by one-sided Jacobi in long double (x87, u = 2^-64): the oracle
-// K5 measures output singular values with. Float64 SVDs are too coarse for the float64 rows:
-// Eigen's BDCSVD and JacobiSVD<double> both put a singular value of an orthogonal 12 x 12 NS
-// output at 1 + 5.1e-15 (46 u64) where the long double Jacobi gives 1 + 2.2e-16. Costs 9 ms
-// at 48 x 48.
+// Singular values for the bounds' spectral functions (L(G), F(G), ||NS(G)||: tolerances.hpp) and
+// for divergence (the largest of an output), decreasing. Up to kGramSpectrumMinElements elements
+// float64 BDCSVD (values only). Above it the square roots of the eigenvalues of the short side's
+// Gram matrix A A^T (a symmetric rank update and Eigen's symmetric eigensolver, values only; 0.05 s
+// at 512 x 1024 where BDCSVD takes 0.1 s, and it runs several times per case). Error: fl(A A^T) =
+// A A^T + E with ||E||_2 <= gamma_n ||A||_F^2 and the eigensolver is backward stable (c p u
+// ||A A^T||_2), so every sigma_i^2 is within (n + c p) u ||A||_F^2 <= (n + c p) p u sigma_max^2:
+// the largest singular values, those near 1 that decide divergence and ||NS(G)||, to ~n p u
+// relative (1e-10 at 512 x 1024, far inside every margin they are compared with); a tiny one to at
+// most sqrt((n + c p) p u) sigma_max, where L and F no longer see it (they depend on a tiny x only
+// through phi(x) / x and phi'(x), both prod(a_k) + O(x^2)).
+inline constexpr Eigen::Index kGramSpectrumMinElements = 128 * 128;
+inline Eigen::VectorXd spectrum_for_the_bounds(const MatD& a) {
+  if (a.size() <= kGramSpectrumMinElements) return singular_values(a);
+  const bool wide = a.rows() <= a.cols();
+  const Eigen::Index p = wide ? a.rows() : a.cols();
+  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(p, p);
+  if (wide) gram.selfadjointView<Eigen::Lower>().rankUpdate(a);
+  else gram.selfadjointView<Eigen::Lower>().rankUpdate(a.transpose());
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram, Eigen::EigenvaluesOnly);
+  return eig.eigenvalues().reverse().cwiseMax(0.0).cwiseSqrt();  // ascending -> decreasing
+}
+
+// spectrum_for_the_bounds(g), remembered for the last few matrices of this thread: one case asks
+// for its input's spectrum several times (B(G) of each compared computation, the distance
+// relative to the map, K3's transform rounding). Keyed by the values themselves (compared in
+// full, not by a hash), so a hit is the same matrix.
+inline Eigen::VectorXd remembered_singular_values(const MatD& g) {
+  struct Entry {
+    MatD matrix;
+    Eigen::VectorXd values;
+  };
+  constexpr std::size_t kRemembered = 3;
+  thread_local std::vector<Entry> entries;
+  for (const Entry& e : entries)
+    if (e.matrix.rows() == g.rows() && e.matrix.cols() == g.cols() &&
+        std::memcmp(e.matrix.data(), g.data(), sizeof(double) * static_cast<std::size_t>(g.size())) == 0)
+      return e.values;
+  if (entries.size() == kRemembered) entries.erase(entries.begin());
+  entries.push_back({g, spectrum_for_the_bounds(g)});
+  return entries.back().values;
+}
+
+// Singular values, decreasing, for the band (K5) and the premises judged from the spectrum.
+// Up to kJacobiMaxElements elements: one-sided Jacobi in long double (x87, u = 2^-64). Float64
+// SVDs are too coarse for the float64 rows there: Eigen's BDCSVD and JacobiSVD<double> both put a
+// singular value of an orthogonal 12 x 12 NS output at 1 + 5.1e-15 (46 u64) where the long double
+// Jacobi gives 1 + 2.2e-16. It costs 9 ms at 48 x 48 but 12 s at 512 x 1024 (O(n^3) with x87
+// arithmetic), so larger matrices take float64 BDCSVD (values only, 0.1 s at 512 x 1024), whose
+// error the band then counts as n^2 u64 (svd_error below).
 inline constexpr double kLongDoubleUnitRoundoff = 0x1p-64;
+inline constexpr Eigen::Index kJacobiMaxElements = Eigen::Index{1} << 16;  // 256 x 256
 inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
   using MatLD = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
   if (m.size() == 0) return {};
+  if (m.size() > kJacobiMaxElements) return singular_values(m);
   const MatLD dense = m.cast<long double>();
   Eigen::JacobiSVD<MatLD> svd(dense);
   return svd.singularValues().cast<double>();
+}
+
+// How far accurate_singular_values of a rows x cols matrix may be from the exact ones, relative
+// to the largest: each is exact for X + E with ||E||_2 <= n u ||X||_2, n the long side, for
+// one-sided Jacobi (Demmel & Veselic 1992, u = u_ld); for BDCSVD we take n^2 u64, a modestly
+// growing p(n) u64 as LAPACK's error bounds state it (gesdd: p(m, n) eps sigma_max), which covers
+// the 46 u64 measured at n = 12 (n^2 = 144) and stays below 1e-7 up to n = 2^14, under the band's
+// per-step rounding widening in fp32, bf16 and fp16 (>= 2 u_fp32 = 1.2e-7).
+inline double svd_error(Eigen::Index rows, Eigen::Index cols) {
+  const auto n = static_cast<double>(std::max(rows, cols));
+  return rows * cols > kJacobiMaxElements ? n * n * unit_roundoff(DType::fp64) : n * kLongDoubleUnitRoundoff;
 }
 
 // sigma_i(G) / (||G||_F + eps), in float64: what the kernel's normalization produces in exact
@@ -101,9 +161,9 @@ namespace nsv::props {
 // The initial interval is x_i (1 +- (3 u_norm + sqrt(m n) u64 / 2)) +- u_dtype: the squared norm
 // is a float64 sum of m n squares, the norm, the + eps and the quotient are rounded in the
 // normalization dtype, the normalized values once more to the compute dtype.
-// The singular values compared are computed by accurate_singular_values (long double Jacobi):
-// each is exact for X + E with ||E||_2 <= n u_ld ||X||_2 (n the long side; the svd slack below,
-// on the input's and the output's singular values).
+// The singular values compared are computed by accurate_singular_values: each is within
+// svd_error ||X||_2 of an exact one (the svd slack below, on the input's and the output's singular
+// values).
 struct Band {
   double lo = 0, hi = 0;
 };
@@ -130,7 +190,8 @@ inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eige
   // by the square root
   const double norm_sum_error = std::sqrt(static_cast<double>(x.size() * inner_dim)) * unit_roundoff(DType::fp64) / 2;
   // the input's singular values come from the same SVD: the same slack on them
-  const double svd_slack_in = static_cast<double>(inner_dim) * kLongDoubleUnitRoundoff * (x.size() ? x.maxCoeff() : 0.0);
+  const double svd_relative = svd_error(x.size(), inner_dim);
+  const double svd_slack_in = svd_relative * (x.size() ? x.maxCoeff() : 0.0);
   std::vector<ScalarInterval> iv;
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     const double w = with_rounding ? x(i) * (3 * u_norm + norm_sum_error) + u + svd_slack_in : 0.0;
@@ -155,7 +216,7 @@ inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eige
   }
   if (iv.empty()) b.lo = 0;
   if (with_rounding) {
-    const double svd_slack = static_cast<double>(inner_dim) * kLongDoubleUnitRoundoff * b.hi;
+    const double svd_slack = svd_relative * b.hi;
     b.lo = std::max(0.0, b.lo - svd_slack);
     b.hi += svd_slack;
   }
@@ -244,8 +305,8 @@ namespace nsv::props {
 inline bool diverged(const MatD& out, const NsConfig& cfg) {
   if (!all_finite(out)) return true;
   if (cfg.steps == 0 || out.size() == 0) return false;
-  // the float64 SVD is accurate to ~1e-13 here, far inside any margin that matters
-  return singular_values(out).maxCoeff() > repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
+  // accurate to ~1e-13 (BDCSVD) or ~n p u (the Gram eigenvalues) here, far inside any margin that matters
+  return spectrum_for_the_bounds(out)(0) > repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
 }
 
 // How an output diverged, or how far it is from diverging, in words: "non-finite", or its largest
@@ -253,7 +314,7 @@ inline bool diverged(const MatD& out, const NsConfig& cfg) {
 inline std::string divergence_words(const MatD& out, const NsConfig& cfg) {
   if (!all_finite(out)) return "non-finite entries";
   if (cfg.steps == 0 || out.size() == 0) return "no step taken";
-  const double top = singular_values(out).maxCoeff();
+  const double top = spectrum_for_the_bounds(out)(0);
   const double fixed = repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
   std::ostringstream s;
   s << std::setprecision(4) << "largest singular value " << top << (top > fixed ? " > " : " <= ")

@@ -61,7 +61,7 @@ inline constexpr Eigen::Index kTwoDrawMinSide = 16;
 // the spectrum's shape, not its last bits: the fast float64 SVD is enough here.
 inline Eigen::VectorXd normalized_spectrum(const MatD& g, const NsConfig& cfg) {
   const double norm = std::sqrt(g.cwiseAbs2().sum());
-  return g.size() ? Eigen::VectorXd(singular_values(g) / (norm + cfg.eps)) : Eigen::VectorXd();
+  return g.size() ? Eigen::VectorXd(remembered_singular_values(g) / (norm + cfg.eps)) : Eigen::VectorXd();
 }
 
 // L(G) above, for `cfg` on g (x: normalized_spectrum(g, cfg)).
@@ -113,15 +113,18 @@ inline double rounding_bound(const MatD& g, const NsConfig& cfg) {
          effective_unit_roundoff(cfg, std::max(g.rows(), g.cols()));
 }
 
-// The rounding of applying orthogonal U (m x m) and V (n x n) in float64 around NS (K3): U G V^T is
-// two products with inner dimensions m and n, so the input NS sees is off by at most
-// (m + n) u64 relative (Higham's gamma_k, first order, ||U|| = ||V|| = 1), which NS magnifies at
-// most L(G) times; U NS(G) V^T adds (m + n) u64 on the output side. In all (L(G) + 1)(m + n) u64.
-// Below B in narrow dtypes; in fp64 it is of B's own order (measured: the wide tier's 15 x 8
-// rank-1 fp64 case exceeded B(G) + B(UGV^T) by 6 % without it), so the property adds it.
-inline double orthogonal_transform_rounding(const MatD& g, const NsConfig& cfg) {
-  const double k = static_cast<double>(g.rows() + g.cols());
-  return (lipschitz_of(g, cfg) + 1.0) * k * unit_roundoff(DType::fp64);
+// The rounding of applying orthogonal U (m x m) and V (n x n) in float64 around NS (K3), given
+// transform_error >= ||fl(U G V^T) - U G V^T|| / ||G|| (for the structured transforms
+// k (4m + 7) u64 + k (4n + 7) u64, structured_orthogonal.hpp). The input NS sees is off by that
+// much relative, which moves the normalized X by at most as much (the normalization projects the
+// perturbation's component along X away) and NS(X) by L(G) times it in absolute terms, F(G) L(G)
+// relative to ||NS(G)||; U NS(G) V^T adds transform_error relative to the output. In all
+// (L(G) F(G) + 1) transform_error. Below B in narrow dtypes; in fp64 it is of B's own order
+// (measured with dense Haar U, V: the wide tier's 15 x 8 rank-1 fp64 case exceeded B(G) +
+// B(UGV^T) by 6 % without it), so the property adds it.
+inline double orthogonal_transform_rounding(const MatD& g, const NsConfig& cfg, double transform_error) {
+  const Eigen::VectorXd x = normalized_spectrum(g, cfg);
+  return (lipschitz_of(x, g, cfg) * output_norm_factor(x, cfg) + 1.0) * transform_error;
 }
 
 // The claims with tolerances.
@@ -161,9 +164,10 @@ inline const std::vector<Tolerance>& tolerance_table() {
        "own B of it; the change the eps in ||G|| + eps makes is predicted exactly from the "
        "singular values and added by the property"},
       {Claim::orthogonal_equivariance, std::nullopt, std::nullopt, 1.0, 0, 0,
-       "B(G) + B(UGV^T) + (L(G) + 1)(m + n) u64: NS(UGV^T) and U NS(G) V^T are two computations "
-       "of one orthogonally equivariant map, each within its own B; the float64 products with U "
-       "and V add (m + n) u64 to the input (magnified by L(G)) and to the output "
+       "B(G) + B(UGV^T) + (L(G) F(G) + 1) T: NS(UGV^T) and U NS(G) V^T are two computations "
+       "of one orthogonally equivariant map, each within its own B; applying U and V in float64 "
+       "adds T = k (4m + 7) u64 + k (4n + 7) u64 (k Householder reflections per side, "
+       "structured_orthogonal.hpp) to the input (magnified by L(G) F(G)) and to the output "
        "(orthogonal_transform_rounding)"},
       {Claim::permutation_equivariance, std::nullopt, std::nullopt, 1.0, 0, 0,
        "B(G) + B(PGQ): as orthogonal equivariance, with exact data movement instead of rotations"},

@@ -88,6 +88,17 @@ def normalizes_in_place(G, steps):
     return numpy_ns.standard_ns(G, steps)
 
 
+def columns_normalized(G, steps):
+    """Standard NS on G with each column divided by its own norm instead of the whole matrix by its
+    Frobenius norm. Row and column permutations and sign flips commute with that, rotations do not:
+    only K3's Householder reflections catch it (the structured transforms' negative control)."""
+    X = np.array(G, dtype=np.float32)
+    X = X / (np.linalg.norm(X, axis=0, keepdims=True) + np.float32(numpy_ns.EPS)) / np.float32(np.sqrt(X.shape[-1]))
+    wide, transposed = numpy_ns._wide(X)
+    X = numpy_ns._standard_loop(wide, steps)
+    return np.ascontiguousarray(X.T) if transposed else X
+
+
 # (name, callable, check_kernel arguments, the property that must catch it)
 WRONG_KERNELS = [
     ("identity", identity, dict(kernel="standard"), "agrees_with_the_reference_within_its_own_error"),
@@ -99,6 +110,8 @@ WRONG_KERNELS = [
     ("wrong_coefficients", wrong_coefficients, dict(kernel="standard"), "agrees_with_the_reference_within_its_own_error"),
     ("too_few_steps", too_few_steps, dict(kernel="standard"), "agrees_with_the_reference_within_its_own_error"),
     ("normalizes_in_place", normalizes_in_place, dict(kernel="standard"), "input_is_left_untouched_and_not_aliased"),
+    ("columns_normalized", columns_normalized, dict(kernel="standard"),
+     "orthogonal_transformations_commute_with_ns_within_rounding"),
 ] + [
     (f"scaled_{factor}_{dtype}", scaled(factor, kernel="gram", dtype=dtype), dict(kernel="gram", dtype=dtype),
      "agrees_with_the_reference_within_its_own_error")

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <omp.h>
 
 #include "check.hpp"
 #include "generators/configs.hpp"
@@ -534,6 +535,18 @@ BOOST_AUTO_TEST_CASE(open_knobs_reach_every_kind_of_value) {
   for (const int count : {nan, pos_inf, neg_inf, subnormal, zero, normal}) BOOST_CHECK_GT(count, 0);
 }
 
+// 20000 values with mean 0 +- 0.03 and variance 1 +- 0.05 (5 standard errors).
+void looks_standard_normal(const std::vector<double>& z, const char* what) {
+  double mean = 0, var = 0;
+  for (double v : z) mean += v;
+  mean /= static_cast<double>(z.size());
+  for (double v : z) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(z.size() - 1);
+  BOOST_TEST_MESSAGE(z.size() << " " << what << ": mean " << mean << ", variance " << var);
+  BOOST_CHECK_SMALL(mean, 0.03);
+  BOOST_CHECK_SMALL(var - 1.0, 0.05);
+}
+
 // [bounded] The gaussian grid: the inverse CDF inverts the CDF to 1e-13 relative, and 20000
 // draws have mean 0 +- 0.03 and variance 1 +- 0.05 (5 standard errors).
 BOOST_AUTO_TEST_CASE(gaussian_values_are_standard_normal) {
@@ -543,15 +556,7 @@ BOOST_AUTO_TEST_CASE(gaussian_values_are_standard_normal) {
     BOOST_CHECK_SMALL((back - p) / std::min(p, 1 - p), 1e-13);
   }
   BOOST_CHECK_EQUAL(gaussian_from_grid(0), 0.0);
-  const std::vector<double> z = sample(gaussians(20000), 1);
-  double mean = 0, var = 0;
-  for (double v : z) mean += v;
-  mean /= static_cast<double>(z.size());
-  for (double v : z) var += (v - mean) * (v - mean);
-  var /= static_cast<double>(z.size() - 1);
-  BOOST_TEST_MESSAGE("20000 gaussian draws: mean " << mean << ", variance " << var);
-  BOOST_CHECK_SMALL(mean, 0.03);
-  BOOST_CHECK_SMALL(var - 1.0, 0.05);
+  looks_standard_normal(sample(gaussians(20000), 1), "gaussian draws");
 }
 
 // [exact] Shapes are what their kind says, within [1, max].
@@ -575,8 +580,7 @@ NSV_PROPERTY(shapes_match_their_kind, ()) {
 // values above the float32 rounding floor (sqrt(mn) u32 of the largest); power-law and
 // ill-conditioned ones have sigma_i / sigma_0 as designed, to 1e-3 relative where sigma_i is
 // above 1e3 times that floor.
-NSV_PROPERTY(matrices_have_their_spectrum, ()) {
-  const TestMatrix m = *matrices();
+void has_its_spectrum(const TestMatrix& m) {
   const MatD& g = m.values;
   RC_TAG(spectrum_kind_name(m.spectrum.kind));
   for (Eigen::Index i = 0; i < g.size(); ++i) RC_ASSERT(static_cast<double>(static_cast<float>(g.data()[i])) == g.data()[i]);
@@ -588,8 +592,9 @@ NSV_PROPERTY(matrices_have_their_spectrum, ()) {
     }
     return;
   }
-  const Eigen::VectorXd s = accurate_singular_values(g);
-  if (s.size() == 0 || s(0) == 0) return;
+  if (g.size() == 0) return;
+  const Eigen::VectorXd s = singular_values(g);  // float64: the checks below are to 1e-3 and 4x a float32 floor
+  if (s(0) == 0) return;
   const double floor = std::sqrt(static_cast<double>(g.size())) * unit_roundoff(DType::fp32) * s(0);
   const Eigen::Index p = s.size();
   switch (m.spectrum.kind) {
@@ -609,6 +614,33 @@ NSV_PROPERTY(matrices_have_their_spectrum, ()) {
       break;
     default: break;
   }
+}
+
+NSV_PROPERTY(matrices_have_their_spectrum, ()) { has_its_spectrum(*matrices()); }
+
+// [exact + bounded] Above kElementShrinkingMaxElements a matrix is its structure plus a seed
+// (seeded_matrices.hpp): it has its spectrum as above, carries its seed, and its values depend
+// on the seed alone: the same bits on 1 thread as on the default count, other bits for another
+// seed.
+NSV_PROPERTY(seeded_matrices_have_their_spectrum_and_their_seeds_bits, ()) {
+  const Eigen::Index rows = *rc::gen::inRange<Eigen::Index>(129, 200), cols = *rc::gen::inRange<Eigen::Index>(129, 200);
+  const TestMatrix m = *matrices(rc::gen::just(Shape{rows, cols, rows == cols ? ShapeKind::square : ShapeKind::wide}));
+  RC_ASSERT(m.seed.has_value());
+  has_its_spectrum(m);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const MatD again = detail::finished(seeded::values(m.shape, m.spectrum, *m.seed), m.spectrum);
+  omp_set_num_threads(threads);
+  RC_ASSERT(compare_bits(again, m.values, DType::fp64).identical);
+  if (m.spectrum.kind != Spectrum::Kind::integer_valued || m.values.size() > 64)
+    RC_ASSERT(!compare_bits(detail::finished(seeded::values(m.shape, m.spectrum, *m.seed + 1), m.spectrum), m.values,
+                            DType::fp64).identical);
+}
+
+// [bounded] The seeded normals (Philox and Box-Muller), as the grid's above.
+BOOST_AUTO_TEST_CASE(seeded_values_are_standard_normal) {
+  ++tally().quantified;
+  looks_standard_normal(seeded::normals(20260412, 0, 20000), "seeded gaussian values");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -141,7 +141,7 @@ inline GramBand gram_restart_band(const Eigen::VectorXd& x, const NsConfig& cfg,
   const double u_eff = effective_unit_roundoff(cfg, m);
   const double ue = u_eff * std::sqrt(p);
   const double w_rel = 3 * unit_roundoff(normalization_dtype(cfg)) + std::sqrt(p * static_cast<double>(m)) * unit_roundoff(DType::fp64) / 2;
-  const double svd_slack = static_cast<double>(m) * kLongDoubleUnitRoundoff * (x.size() ? x.maxCoeff() : 0.0);
+  const double svd_slack = svd_error(x.size(), m) * (x.size() ? x.maxCoeff() : 0.0);
   std::vector<Range> s;
   for (Eigen::Index i = 0; i < x.size(); ++i) s.push_back({std::max(0.0, x(i) * (1 - w_rel) - u - svd_slack), x(i) * (1 + w_rel) + u + svd_slack});
   const auto frobenius = [&] {

@@ -4,6 +4,8 @@
 // matrix, drawn here from RapidCheck's values instead of a seed, so that a matrix shrinks). The
 // values are float32-representable (gradients are float32, and every compute dtype then starts
 // from the same input).
+// Above kElementShrinkingMaxElements elements a matrix is its structure plus a seed instead
+// (seeded_matrices.hpp, where the switch is explained).
 #include <rapidcheck.h>
 
 #include <Eigen/Core>
@@ -11,12 +13,14 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "generators/normals.hpp"
+#include "generators/seeded_matrices.hpp"
 #include "generators/shapes.hpp"
 #include "nsv/kernels.hpp"
 #include "nsv/matrix.hpp"
@@ -58,6 +62,7 @@ struct TestMatrix {
   Shape shape;
   Spectrum spectrum;
   MatD values;
+  std::optional<std::uint64_t> seed;  // a matrix above kElementShrinkingMaxElements: its seed (seeded_matrices.hpp)
 };
 
 // A counterexample prints its values exactly up to this many elements (e.g. 128 x 2); a larger
@@ -69,6 +74,7 @@ inline void showValue(const TestMatrix& m, std::ostream& os) {
   showValue(m.shape, os);
   os << ", ";
   showValue(m.spectrum, os);
+  if (m.seed) os << ", seed 0x" << std::hex << *m.seed << std::dec;
   if (m.values.size() <= kPrintedElements) {
     os << ", values (hexfloat, row-major):";
     for (Eigen::Index i = 0; i < m.values.size(); ++i) os << ' ' << std::hexfloat << m.values.data()[i];
@@ -97,6 +103,10 @@ inline std::size_t normals_needed(const Shape& s, const Spectrum& spec) {
 
 inline MatD to_float32_values(const MatD& m) { return m.cast<float>().cast<double>(); }
 
+// Round to float32 first, then scale by a power of two: the scaling is exact, so the scaled
+// matrix is float32-representable whenever its values stay in float32's normal range.
+inline MatD finished(const MatD& g, const Spectrum& spec) { return to_float32_values(g) * std::ldexp(1.0, spec.scale_exponent); }
+
 inline MatD build(const Shape& s, const Spectrum& spec, const std::vector<double>& z, const std::vector<std::int64_t>& ints) {
   NormalStream normals{z};
   const Eigen::Index m = s.rows, n = s.cols, p = s.short_side();
@@ -123,20 +133,22 @@ inline MatD build(const Shape& s, const Spectrum& spec, const std::vector<double
     }
     case Spectrum::Kind::file: throw std::invalid_argument("the property generators draw no file spectrum");
   }
-  // Round to float32 first, then scale by a power of two: the scaling is exact, so the scaled
-  // matrix is float32-representable whenever its values stay in float32's normal range.
-  return to_float32_values(g) * std::ldexp(1.0, spec.scale_exponent);
+  return finished(g, spec);
 }
 
 }  // namespace detail
 
 inline rc::Gen<TestMatrix> matrices_of(Shape shape, Spectrum spec) {
+  if (shape.rows * shape.cols > kElementShrinkingMaxElements)
+    return rc::gen::map(rc::gen::noShrink(rc::gen::arbitrary<std::uint64_t>()), [shape, spec](std::uint64_t seed) {
+      return TestMatrix{shape, spec, detail::finished(seeded::values(shape, spec, seed), spec), seed};
+    });
   const std::size_t normals = detail::normals_needed(shape, spec);
   const std::size_t ints = spec.kind == Spectrum::Kind::integer_valued ? static_cast<std::size_t>(shape.rows * shape.cols) : 0;
   return rc::gen::map(
       rc::gen::pair(gaussians(normals), rc::gen::container<std::vector<std::int64_t>>(ints, centered_integer(8))),
       [shape, spec](const std::pair<std::vector<double>, std::vector<std::int64_t>>& raw) {
-        return TestMatrix{shape, spec, detail::build(shape, spec, raw.first, raw.second)};
+        return TestMatrix{shape, spec, detail::build(shape, spec, raw.first, raw.second), std::nullopt};
       });
 }
 

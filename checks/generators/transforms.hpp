@@ -1,26 +1,21 @@
 #pragma once
-// The transformations that invariance properties apply to a matrix: Haar-random orthogonal
-// matrices and index permutations. Every random choice goes through rc::gen.
+// The transformations that invariance properties apply to a matrix: structured orthogonal
+// transforms (structured_orthogonal.hpp: signs, a permutation, Householder reflections; O(n cols)
+// to apply) and index permutations. Every random choice goes through rc::gen.
 #include <rapidcheck.h>
 
 #include <Eigen/Core>
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "generators/normals.hpp"
 #include "nsv/matrix.hpp"
+#include "structured_orthogonal.hpp"
 
 namespace nsv::props {
-
-// A Haar-random n x n orthogonal matrix (QR of a gaussian matrix, R's signs folded in).
-inline rc::Gen<MatD> orthogonal_matrices(Eigen::Index n) {
-  return rc::gen::map(gaussians(static_cast<std::size_t>(n * n)), [n](const std::vector<double>& z) {
-    detail::NormalStream normals{z};
-    return detail::orthonormal_columns(normals.matrix(n, n));
-  });
-}
 
 // A permutation of 0..n-1 (Fisher-Yates driven by generated integers).
 inline rc::Gen<std::vector<Eigen::Index>> permutations(Eigen::Index n) {
@@ -31,6 +26,21 @@ inline rc::Gen<std::vector<Eigen::Index>> permutations(Eigen::Index n) {
                         for (Eigen::Index i = n - 1; i > 0; --i)
                           std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(r[static_cast<std::size_t>(i)] % (i + 1))]);
                         return perm;
+                      });
+}
+
+// Householder reflections per structured transform: two already make every output entry depend
+// on every input entry of its column; more would only add rounding (k (4n + 7) u64).
+inline constexpr int kReflectionsPerTransform = 2;
+
+// An n x n structured orthogonal transform. Shrinks towards the identity (the permutation
+// towards 0..n-1, the signs towards +1, the reflections' vectors towards 0, which skips them).
+inline rc::Gen<StructuredOrthogonal> structured_orthogonals(Eigen::Index n) {
+  const auto count = static_cast<std::size_t>(n);
+  return rc::gen::map(rc::gen::tuple(permutations(n), rc::gen::container<std::vector<bool>>(count, rc::gen::arbitrary<bool>()),
+                                     gaussians(count * kReflectionsPerTransform)),
+                      [](const std::tuple<std::vector<Eigen::Index>, std::vector<bool>, std::vector<double>>& t) {
+                        return structured_orthogonal(std::get<0>(t), std::get<1>(t), std::get<2>(t));
                       });
 }
 

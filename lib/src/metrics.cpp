@@ -109,7 +109,7 @@ void refuse_empty(const MatD& m, const char* what) {
 
 Eigen::VectorXd singular_values(const MatD& m) {
   refuse_empty(m, "singular_values");
-  Eigen::BDCSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(m), Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const Eigen::BDCSVD<Eigen::MatrixXd> svd(m);  // values only: no U, V (half the time at 512 x 1024)
   return svd.singularValues();
 }
 

@@ -49,3 +49,14 @@ def test_a_failing_tp_checks_arrays_are_saved_in_its_dtype(dtype, stored, tmp_pa
     saved = sorted((tmp_path / "ce").rglob("*.npy"))
     assert result.verdict == "FAIL" and saved, str(result)
     assert {str(np.load(f).dtype) for f in saved} == {stored}
+
+
+def test_the_rotations_of_k3_catch_what_permutations_cannot():
+    """The structured transforms' negative control: a kernel that normalizes each column on its own
+    commutes with row and column permutations and sign flips (K4 holds), not with the Householder
+    reflections of K3's transforms (K3 fails)."""
+    from wrong_implementations import columns_normalized
+    k3, k4 = "orthogonal_transformations_commute_with_ns_within_rounding", "permutations_commute_with_ns_within_rounding"
+    result = nsverify.check_kernel(columns_normalized, kernel="standard", properties=[k3, k4])
+    status = {p.name: p.status for p in result.properties}
+    assert status[k3] == "fails" and status[k4] == "holds", str(result)
