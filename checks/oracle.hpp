@@ -5,7 +5,6 @@
 // 10^8 times below fp32's, so the difference between a dtype's result and the float64 result on
 // the same input is that dtype's own error (the "kernel's own error" the tolerances scale).
 #include <Eigen/Core>
-#include <Eigen/Eigenvalues>
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
@@ -19,6 +18,7 @@
 
 #include "nsv/backend.hpp"
 #include "nsv/kernels.hpp"
+#include "nsv/lapack_spectra.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/schedule_theory.hpp"
 
@@ -55,8 +55,8 @@ inline double scalar_map(const NsConfig& cfg, double x) {
 // Singular values for the bounds' spectral functions (L(G), F(G), ||NS(G)||: tolerances.hpp) and
 // for divergence (the largest of an output), decreasing. Up to kGramSpectrumMinElements elements
 // float64 BDCSVD (values only). Above it the square roots of the eigenvalues of the short side's
-// Gram matrix A A^T (a symmetric rank update and Eigen's symmetric eigensolver, values only; 0.05 s
-// at 512 x 1024 where BDCSVD takes 0.1 s, and it runs several times per case). Error: fl(A A^T) =
+// Gram matrix A A^T (nsv/lapack_spectra.hpp: dsyrk and dsyevd, values only; 17 ms at 512 x 1024
+// where BDCSVD takes 94 ms, and it runs several times per case). Error: fl(A A^T) =
 // A A^T + E with ||E||_2 <= gamma_n ||A||_F^2 and the eigensolver is backward stable (c p u
 // ||A A^T||_2), so every sigma_i^2 is within (n + c p) u ||A||_F^2 <= (n + c p) p u sigma_max^2:
 // the largest singular values, those near 1 that decide divergence and ||NS(G)||, to ~n p u
@@ -65,14 +65,7 @@ inline double scalar_map(const NsConfig& cfg, double x) {
 // through phi(x) / x and phi'(x), both prod(a_k) + O(x^2)).
 inline constexpr Eigen::Index kGramSpectrumMinElements = 128 * 128;
 inline Eigen::VectorXd spectrum_for_the_bounds(const MatD& a) {
-  if (a.size() <= kGramSpectrumMinElements) return singular_values(a);
-  const bool wide = a.rows() <= a.cols();
-  const Eigen::Index p = wide ? a.rows() : a.cols();
-  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(p, p);
-  if (wide) gram.selfadjointView<Eigen::Lower>().rankUpdate(a);
-  else gram.selfadjointView<Eigen::Lower>().rankUpdate(a.transpose());
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram, Eigen::EigenvaluesOnly);
-  return eig.eigenvalues().reverse().cwiseMax(0.0).cwiseSqrt();  // ascending -> decreasing
+  return a.size() <= kGramSpectrumMinElements ? singular_values(a) : gram_singular_values(a);
 }
 
 // spectrum_for_the_bounds(g), remembered for the last few matrices of this thread: one case asks
@@ -100,14 +93,14 @@ inline Eigen::VectorXd remembered_singular_values(const MatD& g) {
 // SVDs are too coarse for the float64 rows there: Eigen's BDCSVD and JacobiSVD<double> both put a
 // singular value of an orthogonal 12 x 12 NS output at 1 + 5.1e-15 (46 u64) where the long double
 // Jacobi gives 1 + 2.2e-16. It costs 9 ms at 48 x 48 but 12 s at 512 x 1024 (O(n^3) with x87
-// arithmetic), so larger matrices take float64 BDCSVD (values only, 0.1 s at 512 x 1024), whose
+// arithmetic), so larger matrices take LAPACK's dgesdd (values only, 49 ms at 512 x 1024), whose
 // error the band then counts as n^2 u64 (svd_error below).
 inline constexpr double kLongDoubleUnitRoundoff = 0x1p-64;
 inline constexpr Eigen::Index kJacobiMaxElements = Eigen::Index{1} << 16;  // 256 x 256
 inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
   using MatLD = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
   if (m.size() == 0) return {};
-  if (m.size() > kJacobiMaxElements) return singular_values(m);
+  if (m.size() > kJacobiMaxElements) return lapack_singular_values(m);
   const MatLD dense = m.cast<long double>();
   Eigen::JacobiSVD<MatLD> svd(dense);
   return svd.singularValues().cast<double>();
@@ -115,7 +108,7 @@ inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
 
 // How far accurate_singular_values of a rows x cols matrix may be from the exact ones, relative
 // to the largest: each is exact for X + E with ||E||_2 <= n u ||X||_2, n the long side, for
-// one-sided Jacobi (Demmel & Veselic 1992, u = u_ld); for BDCSVD we take n^2 u64, a modestly
+// one-sided Jacobi (Demmel & Veselic 1992, u = u_ld); for dgesdd we take n^2 u64, a modestly
 // growing p(n) u64 as LAPACK's error bounds state it (gesdd: p(m, n) eps sigma_max), which covers
 // the 46 u64 measured at n = 12 (n^2 = 144) and stays below 1e-7 up to n = 2^14, under the band's
 // per-step rounding widening in fp32, bf16 and fp16 (>= 2 u_fp32 = 1.2e-7).

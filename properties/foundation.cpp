@@ -21,6 +21,7 @@
 #include "generators/normals.hpp"
 #include "generators/shapes.hpp"
 #include "generators/tiers.hpp"
+#include "nsv/lapack_spectra.hpp"
 #include "nsv/npy.hpp"
 #include "oracle.hpp"
 
@@ -641,6 +642,35 @@ NSV_PROPERTY(seeded_matrices_have_their_spectrum_and_their_seeds_bits, ()) {
 BOOST_AUTO_TEST_CASE(seeded_values_are_standard_normal) {
   ++tally().quantified;
   looks_standard_normal(seeded::normals(20260412, 0, 20000), "seeded gaussian values");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(lapack_spectra)
+
+// [bounded] LAPACK's singular values (nsv/lapack_spectra.hpp) agree with Eigen's BDCSVD: dgesdd
+// within 2 n^2 u sigma_max (each within n^2 u sigma_max of the exact ones, the p(n) oracle.hpp's
+// svd_error takes); the Gram route within min(sqrt(e), e / (s~ + s)), e = (n + 4p) p u sigma_max^2
+// (fl(A A^T) within gamma_n ||A||_F^2 <= n p u sigma_max^2, dsyevd backward stable with 4 p u
+// ||A A^T||_2), plus BDCSVD's own n^2 u sigma_max.
+NSV_PROPERTY(lapack_singular_values_agree_with_bdcsvd, ()) {
+  const TestMatrix m = *matrices();
+  const MatD& g = m.values;
+  const Eigen::VectorXd reference = singular_values(g), by_gesdd = lapack_singular_values(g), by_gram = gram_singular_values(g);
+  RC_ASSERT(by_gesdd.size() == reference.size() && by_gram.size() == reference.size());
+  const auto n = static_cast<double>(std::max(g.rows(), g.cols())), p = static_cast<double>(reference.size());
+  const double u = unit_roundoff(DType::fp64), top = reference(0), svd = n * n * u * top;
+  const double e = (n + 4 * p) * p * u * top * top;
+  for (Eigen::Index i = 0; i < reference.size(); ++i) {
+    RC_ASSERT(std::abs(by_gesdd(i) - reference(i)) <= 2 * svd);
+    const double sum = by_gram(i) + reference(i);
+    RC_ASSERT(std::abs(by_gram(i) - reference(i)) <= std::min(std::sqrt(e), sum > 0 ? e / sum : std::sqrt(e)) + svd);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_matrix_is_refused) {
+  BOOST_CHECK_THROW(lapack_singular_values(MatD(0, 3)), std::invalid_argument);
+  BOOST_CHECK_THROW(gram_singular_values(MatD(2, 0)), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

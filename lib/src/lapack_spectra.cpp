@@ -1,0 +1,80 @@
+#include "nsv/lapack_spectra.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern "C" {
+void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u, const int* ldu,
+             double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info);
+void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const double* a, const int* lda,
+            const double* beta, double* c, const int* ldc);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work, const int* lwork,
+             int* iwork, const int* liwork, int* info);
+}
+
+namespace nsv {
+namespace {
+
+int lapack_int(Eigen::Index v, const char* what) {
+  if (v > Eigen::Index{1} << 30) throw std::invalid_argument(std::string(what) + ": a side of more than 2^30 is past LAPACK's int");
+  return static_cast<int>(v);
+}
+
+void refuse_empty_for_lapack(const MatD& m, const char* what) {
+  if (m.size() == 0) throw std::invalid_argument(std::string(what) + ": the matrix is empty");
+}
+
+void succeeded(int info, const char* routine) {
+  if (info != 0) throw std::runtime_error(std::string(routine) + " failed (info = " + std::to_string(info) + ")");
+}
+
+}  // namespace
+
+// A row-major rows x cols matrix is, to LAPACK, the column-major cols x rows matrix m^T: the same
+// singular values.
+Eigen::VectorXd lapack_singular_values(const MatD& m) {
+  refuse_empty_for_lapack(m, "lapack_singular_values");
+  const int rows = lapack_int(m.cols(), "lapack_singular_values"), cols = lapack_int(m.rows(), "lapack_singular_values");
+  std::vector<double> a(m.data(), m.data() + m.size());  // dgesdd overwrites its input
+  Eigen::VectorXd s(std::min(rows, cols));
+  std::vector<int> iwork(8 * static_cast<std::size_t>(std::min(rows, cols)));
+  double none = 0, size = 0;
+  const int one = 1, query = -1;
+  int info = 0;
+  dgesdd_("N", &rows, &cols, a.data(), &rows, s.data(), &none, &one, &none, &one, &size, &query, iwork.data(), &info);
+  succeeded(info, "dgesdd (workspace query)");
+  std::vector<double> work(static_cast<std::size_t>(size));
+  const int lwork = static_cast<int>(work.size());
+  dgesdd_("N", &rows, &cols, a.data(), &rows, s.data(), &none, &one, &none, &one, work.data(), &lwork, iwork.data(), &info);
+  succeeded(info, "dgesdd");
+  return s;
+}
+
+Eigen::VectorXd gram_singular_values(const MatD& m) {
+  refuse_empty_for_lapack(m, "gram_singular_values");
+  // column-major view: A = m^T, lda = m.cols(). rows <= cols: m m^T = A^T A; else m^T m = A A^T.
+  const int lda = lapack_int(m.cols(), "gram_singular_values");
+  const bool wide = m.rows() <= m.cols();
+  const int p = lapack_int(wide ? m.rows() : m.cols(), "gram_singular_values");
+  const int k = lapack_int(wide ? m.cols() : m.rows(), "gram_singular_values");
+  std::vector<double> gram(static_cast<std::size_t>(p) * static_cast<std::size_t>(p), 0.0);
+  const double one = 1, zero = 0;
+  dsyrk_("L", wide ? "T" : "N", &p, &k, &one, m.data(), &lda, &zero, gram.data(), &p);
+  Eigen::VectorXd w(p);
+  double size = 0;
+  int isize = 0, info = 0;
+  const int query = -1;
+  dsyevd_("N", "L", &p, gram.data(), &p, w.data(), &size, &query, &isize, &query, &info);
+  succeeded(info, "dsyevd (workspace query)");
+  std::vector<double> work(static_cast<std::size_t>(size));
+  std::vector<int> iwork(static_cast<std::size_t>(std::max(isize, 1)));
+  const int lwork = static_cast<int>(work.size()), liwork = static_cast<int>(iwork.size());
+  dsyevd_("N", "L", &p, gram.data(), &p, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info);
+  succeeded(info, "dsyevd");
+  return w.reverse().cwiseMax(0.0).cwiseSqrt();  // ascending -> decreasing
+}
+
+}  // namespace nsv
