@@ -60,3 +60,20 @@ def test_the_rotations_of_k3_catch_what_permutations_cannot():
     result = nsverify.check_kernel(columns_normalized, kernel="standard", properties=[k3, k4])
     status = {p.name: p.status for p in result.properties}
     assert status[k3] == "fails" and status[k4] == "holds", str(result)
+
+
+def test_above_the_element_shrinking_switch_the_checks_pass_correct_and_fail_wrong_kernels():
+    """A pinned shape above 128 x 128 draws seeded matrices and takes the Gram route to the bounds'
+    spectra (checks/generators/seeded_matrices.hpp, checks/oracle.hpp): a correct kernel passes there,
+    a scaled one fails REF, a column-normalizing one K3, and a counterexample names its seed."""
+    import numpy_ns
+    from wrong_implementations import columns_normalized, scaled
+    shape = (129, 136)  # 17544 elements, just above the switch (16384)
+    assert nsverify.check_kernel(numpy_ns.standard_ns, kernel="standard", shape=shape, max_success=3).verdict == "PASS"
+    ref, k3 = "agrees_with_the_reference_within_its_own_error", "orthogonal_transformations_commute_with_ns_within_rounding"
+    wrong = nsverify.check_kernel(scaled(1.25, kernel="standard", dtype="fp32"), kernel="standard", shape=shape, max_success=3,
+                                  properties=[ref], shrink_seconds=0)
+    assert ref in failed(wrong), str(wrong)
+    rotated = nsverify.check_kernel(columns_normalized, kernel="standard", shape=shape, max_success=3, properties=[k3],
+                                    shrink_seconds=0)
+    assert k3 in failed(rotated) and "seed 0x" in str(rotated[k3].counterexample), str(rotated)
