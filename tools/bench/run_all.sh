@@ -7,7 +7,9 @@
 # reports/performance.md from the results (`python3 tools/report performance RESULTS_DIR`, which
 # re-renders it without measuring anything).
 # Environment: QUICK=1 drops 4096x4096 from the torch run (the slowest part, ~1 min);
-#   STAGES="bench torch sweep memory accuracy" (default: all) reruns only some stages, keeping the other
+#   OVERHEAD_BEFORE=FILE (a tools/bench/nsverify_overhead.py --json of an earlier build) and
+#   OVERHEAD_BEFORE_LABEL (what it measured): shown beside the checker overhead;
+#   STAGES="bench torch sweep memory accuracy overhead" (default: all) reruns only some stages, keeping the other
 #   stages' result files, then rewrites the report.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,12 +23,12 @@ echo "== build ($BUILD)"
 if [ ! -f "$BUILD/build.ninja" ] && [ ! -f "$BUILD/Makefile" ]; then
   cmake -S "$ROOT" -B "$BUILD" -DNSV_WITH_CUDA=OFF -G Ninja
 fi
-cmake --build "$BUILD" --target nsv nsv_bench nsv_peak_memory nsv_products_accuracy
+cmake --build "$BUILD" --target nsv nsv_bench nsv_peak_memory nsv_products_accuracy _nsverify
 NSV=$BUILD/tools/nsv/nsv
 BENCH=$BUILD/tools/bench/nsv_bench
 
 export OPENBLAS_NUM_THREADS=1
-STAGES=${STAGES:-bench torch sweep memory accuracy}
+STAGES=${STAGES:-bench torch sweep memory accuracy overhead}
 has() { if [[ " $STAGES " == *" $1 "* ]]; then echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $(uptime)" > "$OUT/stage_$1"; return 0; fi; return 1; }
 
 if has bench; then
@@ -105,6 +107,17 @@ fi
 if has accuracy; then
 echo "== accuracy of products=symmetric vs full (nsv_products_accuracy)"
 OMP_NUM_THREADS=1 "$BUILD/tools/bench/nsv_products_accuracy" 24 | tee "$OUT/products_accuracy.jsonl"
+fi
+
+if has overhead; then
+echo "== the checks' own time per case beside the callable's (tools/bench/nsverify_overhead.py; issue 31)"
+rm -f "$OUT/overhead.json" "$OUT/overhead_before.json" "$OUT/overhead_before.txt"
+PYTHONPATH="$BUILD/python" $PY tools/bench/nsverify_overhead.py --cases 3 --shapes 64x128,512x1024,1024x4096 \
+  --json "$OUT/overhead.json"
+if [ -n "${OVERHEAD_BEFORE:-}" ]; then
+  cp "$OVERHEAD_BEFORE" "$OUT/overhead_before.json"
+  echo "${OVERHEAD_BEFORE_LABEL:-an earlier build}" > "$OUT/overhead_before.txt"
+fi
 fi
 
 echo "== report"

@@ -240,13 +240,36 @@ def context(res):
     for a_ in accuracy:
         a_["ratio"] = (a_["symmetric_median"] / a_["full_median"]) if (a_["symmetric_median"] and a_["full_median"]) else None
 
+    overhead = overhead_rows(R, summary)
+
     return dict(
         results=res, machine=machine, ctx=ctx, torch=torch_recs[0] if torch_recs else None,
         openblas_coretype=ctx.get("OPENBLAS_CORETYPE", os.environ.get("OPENBLAS_CORETYPE", "unset")),
         stages=[(st, R.text("stage_" + st)) for st in ["bench", "torch", "sweep", "memory"]],
         gemm=gemm, ns=ns, summary=summary, target_a=target_a, work_bound=work_bound, torch_skipped=torch_skipped,
         target_b=target_b, target_c=target_c, target_d=target_d, sweep=sweep, memory_call=memory_call,
-        memory=memory, process=process, products=products, accuracy=accuracy)
+        memory=memory, process=process, products=products, accuracy=accuracy, overhead=overhead,
+        overhead_before_label=(R.text("overhead_before.txt") or "").strip())
+
+
+def overhead_rows(R, summary):
+    """The checker's own time per case beside the callable's (overhead.json), with an earlier build's
+    figures (overhead_before.json) where given; target (g): at 512x1024 and above, nsverify's own time
+    at most the callable's for every property (issue 31)."""
+    rows = R.json("overhead.json") or []
+    before = {(r["shape"], r["property"]): r for r in (R.json("overhead_before.json") or [])}
+    for r in rows:
+        r["before"] = before.get((r["shape"], r["property"]))
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        p, q = shape_pq(shape)
+        if p * q < 512 * 1024:
+            continue
+        ratios = [r["ratio"] for r in rows if r["shape"] == shape and r["ratio"] is not None]
+        within = sum(1 for x in ratios if x <= 1)
+        summary.append(("(g) checker's own time ≤ the callable's, every property, %s" % shape,
+                        "%d of %d properties (worst %s)" % (within, len(ratios), core.times(max(ratios)) if ratios else "-"),
+                        verdict(within == len(ratios) if ratios else None)))
+    return rows
 
 
 def render(res):

@@ -68,7 +68,24 @@ def test_performance_report_says_what_was_not_measured(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     text = performance.render(".")
     assert "PyTorch not available to /usr/bin/python3: **not measured** (skipped)." in text
-    assert text.count("\nnot measured\n") == 2  # (e) and (f)
+    assert text.count("\nnot measured\n") == 3  # (e), (f) and (g)
+
+
+def test_performance_report_judges_the_checker_overhead_per_shape(tmp_path, monkeypatch):
+    (tmp_path / "machine.json").write_text('{"model": "m", "cores": "1", "family": "f", "cpu_model": "c"}')
+    row = dict(code="K1", status="holds", cases=3, calls_per_case=2.0, total_s=0.3, callable_s=0.1)
+    rows = [dict(row, shape="64x128", property="a", nsverify_s=0.5, ratio=5.0),
+            dict(row, shape="512x1024", property="a", nsverify_s=0.05, ratio=0.5),
+            dict(row, shape="512x1024", property="b", nsverify_s=0.2, ratio=2.0)]
+    (tmp_path / "overhead.json").write_text(json.dumps(rows))
+    (tmp_path / "overhead_before.json").write_text(json.dumps([dict(rows[1], nsverify_s=1.0, ratio=10.0)]))
+    (tmp_path / "overhead_before.txt").write_text("build X")
+    monkeypatch.chdir(tmp_path)
+    text = performance.render(".")
+    assert "| (g) checker's own time ≤ the callable's, every property, 512x1024 | 1 of 2 properties (worst 2.00x) | **MISSED** |" in text
+    assert "64x128 |" not in [line for line in text.splitlines() if line.startswith("| (g)")]
+    assert "| 512x1024 | K1 | a | 2.0 | 300.0 | 100.0 | 50.0 | 0.50x | 1000.0 | 10.00x |" in text
+    assert "| 512x1024 | K1 | b | 2.0 | 300.0 | 100.0 | 200.0 | 2.00x | - | - |" in text and "*before*: build X" in text
 
 
 def test_number_filters_write_unmeasured_figures_as_na():
