@@ -12,6 +12,7 @@
 #include "generators/floats.hpp"
 #include "generators/matrices.hpp"
 #include "generators/transforms.hpp"
+#include "nsv/invalid_field.hpp"
 #include "nsv/metrics.hpp"
 #include "oracle.hpp"
 #include "premises.hpp"
@@ -587,6 +588,12 @@ std::string_view promise_name(KernelPromise p) { return p == KernelPromise::map 
 KernelDomain every_configuration(Eigen::Index max_dim) { return {props::ns_configs(), max_dim, std::nullopt}; }
 
 KernelDomain one_configuration(const NsConfig& cfg, Eigen::Index max_dim, std::optional<props::Shape> shape) {
+  if (max_dim < 8 || max_dim > kMaxDrawnSide)
+    throw InvalidField("max_dim", "must be between 8 and " + std::to_string(kMaxDrawnSide) + ", got " + std::to_string(max_dim));
+  if (shape && (shape->rows < 1 || shape->cols < 1 || shape->rows * shape->cols > kMaxPinnedElements))
+    throw InvalidField("shape", "must be two sides of at least 1 with at most " + std::to_string(kMaxPinnedElements) +
+                                    " elements (2^26, e.g. 4096 x 16384), got " + std::to_string(shape->rows) + "x" +
+                                    std::to_string(shape->cols));
   return {rc::gen::just(cfg), max_dim, shape};
 }
 

@@ -34,6 +34,11 @@ struct KernelDomain {
 // The reference's domain: every configuration of the generators, sides up to max_dim.
 KernelDomain every_configuration(Eigen::Index max_dim);
 // A user's kernel: the one configuration it claims, any shape up to max_dim or the pinned one.
+// Throws nsv::InvalidField naming max_dim (8..kMaxDrawnSide) or shape (sides >= 1, at most
+// kMaxPinnedElements elements: a float64 copy of the case is 512 MiB there, and a case holds about
+// a dozen; Llama-3-8B's 4096 x 14336 MLP fits).
+inline constexpr Eigen::Index kMaxDrawnSide = 4096;
+inline constexpr Eigen::Index kMaxPinnedElements = Eigen::Index{1} << 26;
 KernelDomain one_configuration(const NsConfig&, Eigen::Index max_dim, std::optional<props::Shape> shape);
 
 struct KernelProperty {

@@ -61,9 +61,10 @@ def optional_text(name, value, choices=None):
     return None if value is None else text(name, value, choices)
 
 
-def shape(name, value, hi=65536):
-    """(rows, cols): a tuple or list of two positive integers; never a string such as "16x16"."""
-    wanted = f"{name} must be (rows, cols), two integers between 1 and {hi}, e.g. (16, 32)"
+def shape(name, value, hi=None):
+    """(rows, cols): a tuple or list of two positive integers (at most hi where given); never a string
+    such as "16x16"."""
+    wanted = f"{name} must be (rows, cols), two integers {'between 1 and ' + str(hi) if hi else 'of at least 1'}, e.g. (16, 32)"
     if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
         raise TypeError(f"{wanted}; got {_given(value)}")
     return integer(f"{name}[0] (rows)", value[0], 1, hi), integer(f"{name}[1] (cols)", value[1], 1, hi)

@@ -105,7 +105,7 @@ def run_kernel_check(adapter, name, cfg, batched, required, properties, max_succ
     table = kernel_properties()
     selected = _select(_args.names("properties", properties), table)
     wanted = _select(_args.names("required", required), table) if required is not None else promised(promise, table)
-    pinned = None if shape is None else _args.shape("shape", shape, 4096)
+    pinned = None if shape is None else _args.shape("shape", shape)  # its size limit is the library's
     outcomes = _core.check_kernel(adapter, name, cfg, _args.boolean("batched", batched),
                                   _args.integer("max_dim", max_dim, 8, 4096), pinned,
                                   DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),

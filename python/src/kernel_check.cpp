@@ -54,12 +54,8 @@ py::dict outcome_of(const KernelProperty& p, const checks::KernelUnderTest& impl
 py::list check_kernel(py::object adapter, const std::string& name, const NsConfig& cfg, bool batched, Eigen::Index max_dim,
                       std::optional<props::Shape> shape, const checks::RunSettings& settings,
                       const std::vector<std::string>& only, const std::string& replay) {
-  if (max_dim < 8 || max_dim > 4096) throw InvalidField("max_dim", "must be between 8 and 4096, got " + std::to_string(max_dim));
   if (settings.max_success < 1 || settings.max_success > 100000)
     throw InvalidField("max_success", "must be between 1 and 100000, got " + std::to_string(settings.max_success));
-  if (shape && (shape->rows < 1 || shape->cols < 1 || shape->rows > 4096 || shape->cols > 4096))
-    throw InvalidField("shape", "must be two sides between 1 and 4096, got " + std::to_string(shape->rows) + "x" +
-                                    std::to_string(shape->cols));
   const UserKernel impl(std::move(adapter), name, batched, cfg.dtype == DType::fp64);
   const checks::KernelDomain domain = checks::one_configuration(cfg, max_dim, shape);
   const checks::ReplayMap replays =
