@@ -74,7 +74,9 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
               failure (default 5; 0..3600): then the smallest failing case found so far is reported.
               0 reports the first failing case as found (a large input that fails, at once).
     shape     (rows, cols): draw every matrix of this shape (your layer's), instead of any shape up to
-              max_dim; K1 does not apply to a square one, REF not to sides below 8.
+              max_dim; at most 2^26 elements (4096 x 14336 fits). K1 does not apply to a square one,
+              REF not to a short side below 16. Above 128 x 128 elements a matrix is its structure
+              plus a seed, and shrinks by structure.
     replay    a replay string from a failure: runs exactly that shrunk case again (with the same fn
               and arguments).
     counterexamples  a folder for the failures' arrays (created if missing): each failing property's
