@@ -67,6 +67,18 @@ struct StructuredOrthogonal {
   }
 };
 
+// A permutation of 0..n-1 by Fisher-Yates: for i = n-1 down to 1, position i swaps with
+// index_up_to(i), a value in [0, i] (the generators' own randomness: RapidCheck integers for K3,
+// Philox words for the seeded matrices).
+template <class IndexUpTo>
+std::vector<Eigen::Index> fisher_yates(Eigen::Index n, IndexUpTo index_up_to) {
+  std::vector<Eigen::Index> perm(static_cast<std::size_t>(n));
+  for (Eigen::Index i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
+  for (Eigen::Index i = n - 1; i > 0; --i)
+    std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(index_up_to(i))]);
+  return perm;
+}
+
 // Assembles Q from its ingredients: `permutation` a permutation of 0..n-1, `sign_bits` n bits,
 // `normals` k n standard normal values (the reflections' vectors, k = normals.size() / n).
 inline StructuredOrthogonal structured_orthogonal(std::vector<Eigen::Index> permutation, const std::vector<bool>& sign_bits,

@@ -77,11 +77,9 @@ inline std::uint32_t uniform_below(std::uint64_t seed, std::uint32_t stream, std
 
 // An n x n structured orthogonal transform from streams first .. first + 2.
 inline StructuredOrthogonal orthogonal(std::uint64_t seed, std::uint32_t first, Eigen::Index n, int reflections) {
-  std::vector<Eigen::Index> permutation(static_cast<std::size_t>(n));
-  for (Eigen::Index i = 0; i < n; ++i) permutation[static_cast<std::size_t>(i)] = i;
-  for (Eigen::Index i = n - 1; i > 0; --i)  // Fisher-Yates
-    std::swap(permutation[static_cast<std::size_t>(i)],
-              permutation[uniform_below(seed, first, static_cast<std::uint64_t>(i), static_cast<std::uint32_t>(i + 1))]);
+  std::vector<Eigen::Index> permutation = fisher_yates(n, [&](Eigen::Index i) {
+    return uniform_below(seed, first, static_cast<std::uint64_t>(i), static_cast<std::uint32_t>(i + 1));
+  });
   std::vector<bool> signs(static_cast<std::size_t>(n));
   for (Eigen::Index i = 0; i < n; ++i) signs[static_cast<std::size_t>(i)] = uniform_below(seed, first + 1, static_cast<std::uint64_t>(i), 2) == 1;
   return structured_orthogonal(std::move(permutation), signs,

@@ -21,11 +21,7 @@ namespace nsv::props {
 inline rc::Gen<std::vector<Eigen::Index>> permutations(Eigen::Index n) {
   return rc::gen::map(rc::gen::container<std::vector<std::int64_t>>(static_cast<std::size_t>(n), rc::gen::resize(100, rc::gen::inRange<std::int64_t>(0, std::int64_t{1} << 30))),
                       [n](const std::vector<std::int64_t>& r) {
-                        std::vector<Eigen::Index> perm(static_cast<std::size_t>(n));
-                        for (Eigen::Index i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
-                        for (Eigen::Index i = n - 1; i > 0; --i)
-                          std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(r[static_cast<std::size_t>(i)] % (i + 1))]);
-                        return perm;
+                        return fisher_yates(n, [&r](Eigen::Index i) { return r[static_cast<std::size_t>(i)] % (i + 1); });
                       });
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "refuse_empty.hpp"
+
 extern "C" {
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u, const int* ldu,
              double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info);
@@ -23,10 +25,6 @@ int lapack_int(Eigen::Index v, const char* what) {
   return static_cast<int>(v);
 }
 
-void refuse_empty_for_lapack(const MatD& m, const char* what) {
-  if (m.size() == 0) throw std::invalid_argument(std::string(what) + ": the matrix is empty");
-}
-
 void succeeded(int info, const char* routine) {
   if (info != 0) throw std::runtime_error(std::string(routine) + " failed (info = " + std::to_string(info) + ")");
 }
@@ -36,7 +34,7 @@ void succeeded(int info, const char* routine) {
 // A row-major rows x cols matrix is, to LAPACK, the column-major cols x rows matrix m^T: the same
 // singular values.
 Eigen::VectorXd lapack_singular_values(const MatD& m) {
-  refuse_empty_for_lapack(m, "lapack_singular_values");
+  detail::refuse_empty(m, "lapack_singular_values");
   const int rows = lapack_int(m.cols(), "lapack_singular_values"), cols = lapack_int(m.rows(), "lapack_singular_values");
   std::vector<double> a(m.data(), m.data() + m.size());  // dgesdd overwrites its input
   Eigen::VectorXd s(std::min(rows, cols));
@@ -54,7 +52,7 @@ Eigen::VectorXd lapack_singular_values(const MatD& m) {
 }
 
 Eigen::VectorXd gram_singular_values(const MatD& m) {
-  refuse_empty_for_lapack(m, "gram_singular_values");
+  detail::refuse_empty(m, "gram_singular_values");
   // column-major view: A = m^T, lda = m.cols(). rows <= cols: m m^T = A^T A; else m^T m = A A^T.
   const int lda = lapack_int(m.cols(), "gram_singular_values");
   const bool wide = m.rows() <= m.cols();

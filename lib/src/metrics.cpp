@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "refuse_empty.hpp"
+
 namespace nsv {
 namespace {
 
@@ -99,22 +101,14 @@ std::string ElementDiff::describe() const {
   return s.str();
 }
 
-namespace {
-void refuse_empty(const MatD& m, const char* what) {
-  if (m.rows() == 0 || m.cols() == 0)
-    throw std::invalid_argument(std::string(what) + ": the matrix is " + std::to_string(m.rows()) + "x" + std::to_string(m.cols()) +
-                                "; it must have at least one row and one column");
-}
-}  // namespace
-
 Eigen::VectorXd singular_values(const MatD& m) {
-  refuse_empty(m, "singular_values");
+  detail::refuse_empty(m, "singular_values");
   const Eigen::BDCSVD<Eigen::MatrixXd> svd(m);  // values only: no U, V (half the time at 512 x 1024)
   return svd.singularValues();
 }
 
 MatD polar_factor(const MatD& m) {
-  refuse_empty(m, "polar_factor");
+  detail::refuse_empty(m, "polar_factor");
   Eigen::BDCSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(m), Eigen::ComputeThinU | Eigen::ComputeThinV);
   return svd.matrixU() * svd.matrixV().transpose();
 }
