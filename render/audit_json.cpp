@@ -218,6 +218,7 @@ json audit_json(const AuditResult& a) {
   json notes = json::array();
   for (const auto& n : a.notes) notes.push_back(note_text(n, a));
   j["notes"] = notes;
+  if (a.mesh) j["mesh"] = mesh_audit_json(*a.mesh);
   return j;
 }
 

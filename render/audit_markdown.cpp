@@ -119,6 +119,7 @@ std::string audit_markdown(const AuditResult& a) {
   if (a.totals.experts) out += "\n" + experts_table(a.totals);
   out += "\n**Recommendation.** " + recommendation_text(a) + "\n\n";
   for (const auto& n : a.notes) out += "- " + note_text(n, a) + "\n";
+  if (a.mesh) out += "\n" + mesh_audit_markdown(*a.mesh);
   return out + "\n";
 }
 

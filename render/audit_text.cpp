@@ -107,6 +107,7 @@ std::string audit_text(const AuditResult& a, bool per_rank) {
   std::string notes = "Notes:\n";
   for (const auto& n : a.notes) notes += fmt::format("  - {}\n", note_text(n, a));
   sections.push_back(notes);
+  if (a.mesh) sections.push_back(mesh_audit_markdown(*a.mesh));
   return fmt::format("{}", fmt::join(sections, "\n"));
 }
 

@@ -42,6 +42,16 @@ inline MatD with_one_ulp_changed(MatD m, Eigen::Index i) {
   return m;
 }
 
+// Two ledgers with the same calls and, rank by rank, the same bytes and messages.
+inline bool same_ledger(const Ledger& a, const Ledger& b) {
+  if (a.calls != b.calls || a.ranks.size() != b.ranks.size()) return false;
+  for (std::size_t r = 0; r < a.ranks.size(); ++r)
+    if (a.ranks[r].bytes_sent != b.ranks[r].bytes_sent || a.ranks[r].bytes_received != b.ranks[r].bytes_received ||
+        a.ranks[r].messages != b.ranks[r].messages)
+      return false;
+  return true;
+}
+
 // --------------------------------------------------------------------------------------------
 // A distribution of measured values, summarised for the report (quantified claims).
 class Stats {

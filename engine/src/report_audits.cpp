@@ -79,6 +79,48 @@ json audit_one(const fs::path& config, int tp, const fs::path& audit_dir,
   return entry;
 }
 
+// The TP x DP audits (issue 30): every config at tp 8 (one NVLink node) with 8 and 64 data-parallel
+// ranks, ZeRO's flat partition (DeepSpeed's); the report cites the step totals and the owner load
+// balance, the markdown file holds every matrix's strategies.
+constexpr int kMeshTp = 8;
+constexpr int kMeshDps[] = {8, 64};
+
+json mesh_summary_of(const MeshAudit& m) {
+  const auto step_s = [&m](DpStage stage, Strategy s) { return m.step({stage, s}).step_time_s; };
+  json loads = json::object();
+  for (const OwnerLoad& l : m.owner_loads)
+    loads[std::string(owner_assignment_name(l.assignment))] = {{"step_imbalance", l.step_imbalance},
+                                                               {"worst_layer_imbalance", l.worst_layer_imbalance},
+                                                               {"dp_owner_gather_step_time_s", l.gather_step_time_s}};
+  int block_applies = 0;
+  for (const MeshParamAudit& pa : m.params) block_applies += pa.strategy({DpStage::mesh, Strategy::shard}).applicable ? 1 : 0;
+  return {{"matrices_per_step", m.owner_loads.front().matrices_per_step},
+          {"fastest_bit_identical", m.fastest_bit_identical_step ? json(mesh_strategy_name(*m.fastest_bit_identical_step)) : json(nullptr)},
+          {"fastest_bit_identical_step_time_s", m.fastest_bit_identical_step ? m.step(*m.fastest_bit_identical_step).step_time_s : 0.0},
+          {"dp_gather_gather_step_time_s", step_s(DpStage::dp_gather, Strategy::gather)},
+          {"dp_gather_shard_step_time_s", step_s(DpStage::dp_gather, Strategy::shard)},
+          {"owner_load", loads},
+          {"matrices_per_layer", m.params.size()},
+          {"block_matrices", block_applies}};
+}
+
+json mesh_audit_one(const fs::path& config, int dp, const fs::path& audit_dir,
+                    const std::function<std::string(const std::exception&)>& failure_text) {
+  const std::string stem = fmt::format("{}_tp{}_dp{}", config.stem().string(), kMeshTp, dp);
+  json entry{{"tp", kMeshTp}, {"dp", dp}, {"dp_partition", "zero"}};
+  try {
+    AuditOptions o = audit_options(kMeshTp);
+    o.dp = dp;
+    const AuditResult audit = run_audit(load_model_config(config.string()), o);
+    entry["summary"] = mesh_summary_of(*audit.mesh);
+    write_file_atomically((audit_dir / (stem + ".md")).string(), mesh_audit_markdown(*audit.mesh));
+    entry["markdown"] = "audit/" + stem + ".md";
+  } catch (const std::exception& e) {
+    entry["error"] = failure_text(e);
+  }
+  return entry;
+}
+
 }  // namespace
 
 json run_report_audits(const std::string& models_dir, const std::vector<int>& tps, const std::string& out_dir,
@@ -94,7 +136,9 @@ json run_report_audits(const std::string& models_dir, const std::vector<int>& tp
   for (const auto& cfg : configs) {
     json runs = json::array();
     for (int tp : tps) runs.push_back(audit_one(cfg, tp, audit_dir, failure_text));
-    per_config.push_back({{"config", cfg.filename().string()}, {"runs", runs}});
+    json meshes = json::array();
+    for (int dp : kMeshDps) meshes.push_back(mesh_audit_one(cfg, dp, audit_dir, failure_text));
+    per_config.push_back({{"config", cfg.filename().string()}, {"runs", runs}, {"meshes", meshes}});
   }
   return {{"models", models_dir}, {"tps", tps}, {"configs", per_config}};
 }

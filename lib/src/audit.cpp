@@ -11,10 +11,23 @@
 #include "nsv/resources.hpp"
 
 namespace nsv {
+namespace {
+
+// A mesh audit plans every strategy for every rank: 18 plans of tp x dp ranks per matrix. 16384
+// DP ranks and 65536 ranks in all cover today's largest jobs (e.g. TP 8 x DP 2048).
+constexpr int kMaxAuditDp = 16384;
+constexpr int kMaxAuditMeshRanks = 65536;
+
+}  // namespace
 
 void AuditOptions::validate() const {
   if (tp < 1 || tp > 1024) throw InvalidField("tp", "must be between 1 and 1024, got " + std::to_string(tp));
   // The command line's limits, here so that every front end (nsv audit, nsverify.audit) has them.
+  if (dp < 1 || dp > kMaxAuditDp)
+    throw InvalidField("dp", "must be between 1 and " + std::to_string(kMaxAuditDp) + ", got " + std::to_string(dp));
+  if (tp * dp > kMaxAuditMeshRanks)
+    throw InvalidField("dp", "makes a mesh of tp x dp = " + std::to_string(tp * dp) + " ranks; at most " +
+                                 std::to_string(kMaxAuditMeshRanks) + " are audited");
   if (grain < 1 || grain > (std::int64_t{1} << 20))
     throw InvalidField("grain", "must be between 1 and 1048576, got " + std::to_string(grain));
   if (measure_max_elements < 1 || measure_max_elements > (std::int64_t{1} << 30))
@@ -52,6 +65,7 @@ AuditResult run_audit(const ModelConfig& model, const AuditOptions& o) {
   res.totals = audit_stages::audit_totals(model, res.params, o);
   res.recommendation = audit_stages::recommend(res.totals, o.tp);
   res.notes = audit_stages::audit_notes(model, res.params, o);
+  if (o.dp > 1) res.mesh = audit_mesh(model, o.tp, o.dp, o.dp_partition, o.grain, o.ns, o.cost, o.comm);
   return res;
 }
 

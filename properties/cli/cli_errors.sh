@@ -139,6 +139,8 @@ expect_error "--weight-decay -1" "--weight-decay: must be a finite number" "$nsv
 expect_error "--tflops nan" "--tflops: must be a finite number" "$nsv" audit --config "$work/nope.json" --tflops nan
 expect_error "--link-gbps 0" "--link-gbps: must be a finite number" "$nsv" audit --config "$work/nope.json" --link-gbps 0
 expect_error "--latency-us -1" "--latency-us: must be a finite number" "$nsv" audit --config "$work/nope.json" --latency-us -1
+expect_error "audit --dp 0" "--dp" "$nsv" audit --config "$work/nope.json" --dp 0
+expect_error "audit --dp-partition rows" "--dp-partition.*(zero|fsdp)" "$nsv" audit --config "$work/nope.json" --dp-partition rows
 expect_error "sweep --threads 100000" "--threads: must be an integer between 1 and 1024" "$nsv" sweep --shapes 16x32 --threads 100000
 expect_error "sweep --threads 0" "--threads: must be an integer between 1 and 1024" "$nsv" sweep --shapes 16x32 --threads 0
 expect_error "report --threads 0" "--threads: must be an integer between 1 and 1024" "$nsv" report --threads 0 --out-dir "$work/report"
@@ -199,6 +201,7 @@ expect_error "config: deeply nested value" "config|hidden_size" timeout 20 "$nsv
 # outputs that would overwrite an input or follow a symlink, dumps checked before they are read.
 fx="$(cd "$(dirname "$0")/../../fixtures" && pwd)"
 cp "$fx/models/tiny-llama.json" "$work/config.json"; cp "$work/config.json" "$work/config.orig"
+expect_error "audit: a mesh beyond 65536 ranks" "--dp makes a mesh of tp x dp = 81920 ranks; at most 65536" "$nsv" audit --config "$work/config.json" --tp 8 --dp 10240
 expect_error "big-endian .npy" "element type >f4 is not supported.*little-endian" "$nsv" ns --input "$work/big_endian.npy" --output "$o"
 expect_error "empty .npy" "empty|0x32|at least one" "$nsv" ns --input "$work/empty.npy" --output "$o"
 expect_error "diagnose --output is its config" "--output|config.json is the model config this run reads" \

@@ -18,6 +18,8 @@
 //             bytes its MPI calls were really given, tallied by interposed collectives
 //             (mpi_call_tally.hpp): a second count, made outside the library.
 //   M-pool    the sweeps' work pool: each item consumed once, a failing item reported, no hang.
+//   MM-fixed  at 4 processes, a 2 x 2 TP x DP mesh equals its simulation bit for bit for every
+//             mesh strategy (mpi_mesh.cpp).
 // Negative controls (the checks can fail): one fp32 ulp changed in one input element of a
 // rank's shard is seen by the bit comparison of M-fixed; at tp >= 3 the `reverse` order on real
 // ranks differs from the simulated `rank` order for gram_allreduce in some case of the list; the
@@ -41,6 +43,7 @@
 #include "generators/tiers.hpp"
 #include "mpi_call_tally.hpp"
 #include "mpi_cases.hpp"
+#include "mpi_mesh.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/mpi_communicator.hpp"
 #include "nsv/mpi_session.hpp"
@@ -134,15 +137,6 @@ RealRun run_on_ranks(MPI_Comm group, Strategy s, const ShardedMatrix& m, const N
   return {gather_blocks(group, run.outputs[static_cast<std::size_t>(comm.rank())]), gather_ledger(comm), std::move(mismatch)};
 }
 
-bool same_ledger(const Ledger& a, const Ledger& b) {
-  if (a.calls != b.calls || a.ranks.size() != b.ranks.size()) return false;
-  for (std::size_t r = 0; r < a.ranks.size(); ++r)
-    if (a.ranks[r].bytes_sent != b.ranks[r].bytes_sent || a.ranks[r].bytes_received != b.ranks[r].bytes_received ||
-        a.ranks[r].messages != b.ranks[r].messages)
-      return false;
-  return true;
-}
-
 // The first rank whose block differs in any bit, or -1; its worst element into `detail`.
 int first_differing_rank(const std::vector<MatD>& got, const std::vector<MatD>& want, std::string& detail) {
   for (std::size_t r = 0; r < want.size(); ++r) {
@@ -206,7 +200,7 @@ void check_fixed(Checker& ck, MPI_Comm group, Strategy s, const MpiCase& c, cons
   std::string detail;
   if (const int r = first_differing_rank(real.blocks, sim.outputs, detail); r >= 0)
     ck.fail("M-fixed (real ranks == simulation)", s, "rank " + std::to_string(r) + ": " + detail);
-  if (!same_ledger(real.ledger, sim.ledger)) ck.fail("M-ledger (real ledger == simulated ledger)", s, "the ledgers differ");
+  if (!shard::same_ledger(real.ledger, sim.ledger)) ck.fail("M-ledger (real ledger == simulated ledger)", s, "the ledgers differ");
   if (!real.handed_mismatch.empty()) ck.fail("M-handed (handed() == what its MPI calls were given)", s, real.handed_mismatch);
   if (promise_on(s, layout) == Promise::bit_identical) {
     const MatD target = target_result(strategy_record(s).target, shard::backend(), g, c.head_dim(), c.cfg);
@@ -352,6 +346,7 @@ int run() {
   if (session.world_size() == 2) tps.push_back(1);
   bool ok = tally_sees_a_known_call();
   ok = check_work_pool(session.world_rank(), session.world_size()) && ok;
+  if (session.world_size() == 4) ok = check_mesh_2x2(seed, first, cases, max_dim()) && ok;
   for (int tp : tps) {
     const TpGroup group = split_into_tp_groups(tp);
     bool reverse_differed = false;

@@ -27,7 +27,8 @@ const AuditOptions& library_defaults() {
 struct AuditCommand {
   NsOptions ns{library_defaults().ns};
   std::string config, backend = std::string(name_of(kDefaultBackend));
-  int tp = library_defaults().tp;
+  int tp = library_defaults().tp, dp = library_defaults().dp;
+  std::string dp_partition = std::string(name_of(library_defaults().dp_partition));
   std::int64_t grain = library_defaults().grain, measure_max_elements = library_defaults().measure_max_elements;
   std::uint64_t seed = library_defaults().seed;
   CostParams cost = library_defaults().cost;
@@ -37,6 +38,8 @@ struct AuditCommand {
     const ModelConfig model = load_model_config(config);
     AuditOptions o;
     o.tp = tp;
+    o.dp = dp;
+    o.dp_partition = parse_named<DpPartition>(dp_partition);
     o.grain = grain;
     o.ns = ns.config();
     o.cost = cost;
@@ -73,6 +76,13 @@ void add_audit_command(CLI::App& app) {
       "cheapest exact one; whole-model totals per optimizer step and a recommendation");
   cmd->add_option("--config", st->config, "the model's config.json")->required();
   cmd->add_option("--tp", st->tp, "tensor-parallel degree")->check(CLI::Range(1, 1024))->capture_default_str();
+  cmd->add_option("--dp", st->dp,
+                  "data-parallel degree of a TP x DP mesh: above 1, the mesh strategies (DP stage + TP strategy), their "
+                  "per-rank costs and the owner-over-DP load balance are added")
+      ->check(CLI::Range(1, 16384))->capture_default_str();
+  cmd->add_option("--dp-partition", st->dp_partition,
+                  "how DP partitions each TP shard: " + choices_text<DpPartition>(" | ", true))
+      ->check(CLI::IsMember(choices_of<DpPartition>()))->capture_default_str();
   cmd->add_option("--grain", st->grain, "tp_grain_size of the grain rule (MLP matrices): 1 training, 64 inference")
       ->check(integer_in(1, kMaxCount))->capture_default_str();
   st->ns.add_to(*cmd);

@@ -20,6 +20,7 @@
 #include "nsv/backend.hpp"
 #include "nsv/cost_model.hpp"
 #include "nsv/layout.hpp"
+#include "nsv/mesh_audit.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/proxy_measurement.hpp"
 #include "nsv/strategies.hpp"
@@ -29,6 +30,10 @@ namespace nsv {
 
 struct AuditOptions {
   int tp = 8;
+  // The data-parallel degree of a TP x DP mesh and how it partitions each TP shard (mesh.hpp); at
+  // dp > 1 the audit adds the mesh strategies (mesh_audit.hpp).
+  int dp = 1;
+  DpPartition dp_partition = DpPartition::zero;
   std::int64_t grain = 1;  // tp_grain_size of the grain rule: 1 training, 64 inference
   NsConfig ns = [] {       // DeepSpeed on a GPU: the gram kernel, computed in fp16 (SPEC §1.5)
     NsConfig c;
@@ -45,8 +50,8 @@ struct AuditOptions {
   const Backend* backend = nullptr;  // for the measurement; the CPU reference when null
   std::function<void()> on_measured;  // called after each measured matrix (progress display)
 
-  // Throws nsv::InvalidField naming the field (tp, grain, measure_max_elements, or one of ns's
-  // and cost's).
+  // Throws nsv::InvalidField naming the field (tp, dp, grain, measure_max_elements, or one of
+  // ns's and cost's).
   void validate() const;
 };
 
@@ -236,6 +241,7 @@ struct AuditResult {
   AuditTotals totals;
   Recommendation recommendation;
   std::vector<AuditNote> notes;  // in the order they are rendered
+  std::optional<MeshAudit> mesh;  // at dp > 1
 };
 
 AuditResult run_audit(const ModelConfig&, const AuditOptions&);

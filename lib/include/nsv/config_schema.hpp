@@ -19,6 +19,7 @@
 
 #include "nsv/invalid_field.hpp"
 #include "nsv/kernels.hpp"
+#include "nsv/mesh.hpp"
 #include "nsv/model.hpp"
 #include "nsv/strategy.hpp"
 
@@ -53,6 +54,7 @@ const NameTable<Target>& name_table(std::type_identity<Target>);
 const NameTable<ReductionOrder>& name_table(std::type_identity<ReductionOrder>);
 const NameTable<FusedKind>& name_table(std::type_identity<FusedKind>);  // the option's spelling: none, qkv:glm, gate_up
 const NameTable<BackendChoice>& name_table(std::type_identity<BackendChoice>);
+const NameTable<DpPartition>& name_table(std::type_identity<DpPartition>);  // mesh.cpp
 
 template <class E>
 const NameTable<E>& names_of() {

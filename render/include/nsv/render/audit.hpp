@@ -53,7 +53,20 @@ namespace nsv {
 // Plans (kAllPlans): shard, gather, owner, gram_allreduce, gram_restart_allreduce (one strategy
 // for every matrix), per_head+shard, cheapest_bit_identical, cheapest_exact,
 // per_head+cheapest_bit_identical.
+//   mesh        (only at dp > 1) {tp, dp, dp_partition (zero | fsdp), mesh_rank_order,
+//                parameters[] {name, rows, cols, copies, whole_ns_flops, composes,
+//                  cheapest_exact {bit_identical, any}, strategies[] {strategy, target, applicable,
+//                  exactness, why_not | (time_s, step_share_s, flops_max_rank, bytes_sent_max_rank,
+//                  messages_max_rank, extra_memory_max_rank_bytes)}},
+//                steps[] {strategy, exactness, step_time_s}, fastest_bit_identical_step,
+//                owner_load[] {assignment (round_robin | by_size), matrices_per_step,
+//                  step_imbalance, worst_layer_imbalance, busiest_flops, mean_flops,
+//                  dp_owner_gather_step_time_s, dp_owner_owner_step_time_s}}
 nlohmann::json audit_json(const AuditResult&);
+// The TP x DP part alone (audit_mesh.cpp): the "mesh" object, and its markdown tables (which the
+// markdown and terminal outputs append).
+nlohmann::json mesh_audit_json(const MeshAudit&);
+std::string mesh_audit_markdown(const MeshAudit&);
 std::string audit_markdown(const AuditResult&);
 std::string audit_text(const AuditResult&, bool per_rank = false);
 

@@ -1,0 +1,174 @@
+// The mesh strategies' names, applicability, promises and plans (mesh_strategies.hpp). The plans
+// issue, per group, the collectives the execution (mesh_execution.cpp) issues, through the
+// communicator's byte model, and take the TP stage's plan from plan_strategy itself.
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include "nsv/invalid_field.hpp"
+#include "nsv/mesh_strategies.hpp"
+#include "strategies/operand.hpp"
+
+namespace nsv {
+namespace {
+
+struct DpStageRecord {
+  DpStage stage;
+  std::string_view name, summary;
+};
+constexpr std::array<DpStageRecord, 3> kDpStageRecords = {{
+    {DpStage::mesh, "mesh", "the tp x dp ranks as one group, each holding its 2-D block"},
+    {DpStage::dp_gather, "dp_gather", "an all-gather over each DP group restores the TP shards, then every DP index runs the TP strategy"},
+    {DpStage::dp_owner, "dp_owner",
+     "an all-to-all over each DP group brings the TP shards to the owning DP index, its TP group runs the TP strategy, a "
+     "second all-to-all sends the pieces back"},
+}};
+
+const DpStageRecord& stage_record(DpStage s) {
+  for (const auto& r : kDpStageRecords)
+    if (r.stage == s) return r;
+  throw std::logic_error("stage_record: unknown DP stage");
+}
+
+using Calls = std::array<int, kAllCollectives.size()>;
+
+Calls max_calls(const Calls& a, const Calls& b) {
+  Calls out{};
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::max(a[i], b[i]);
+  return out;
+}
+
+// A group's rows into the mesh ledger: group rank i is mesh rank members[i].
+void add_rows(Ledger& mesh, const Ledger& group, const std::vector<int>& members) {
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    RankTraffic& to = mesh.ranks[static_cast<std::size_t>(members[i])];
+    const RankTraffic& from = group.ranks[i];
+    to.bytes_sent += from.bytes_sent;
+    to.bytes_received += from.bytes_received;
+    to.messages += from.messages;
+  }
+}
+
+std::vector<int> dp_members(const MeshLayout& m, int t) {
+  std::vector<int> out;
+  for (int d = 0; d < m.dp; ++d) out.push_back(m.mesh_rank(t, d));
+  return out;
+}
+
+std::vector<int> tp_members(const MeshLayout& m, int d) {
+  std::vector<int> out;
+  for (int t = 0; t < m.tp_size(); ++t) out.push_back(m.mesh_rank(t, d));
+  return out;
+}
+
+Ledger empty_ledger(int ranks) {
+  Ledger l;
+  l.ranks.resize(static_cast<std::size_t>(ranks));
+  return l;
+}
+
+std::int64_t shard_elements(const MeshLayout& m, int t) {
+  const auto [r, c] = m.shard_shape(t);
+  return r * c;
+}
+
+// The DP stage's collectives of group t: the all-gather of its pieces, or the two all-to-alls of
+// dp_owner (to the owning index, and back).
+Ledger dp_stage_ledger(DpStage stage, const MeshLayout& m, int t, int owner, DType wire) {
+  Ledger g = empty_ledger(m.dp);
+  const auto& pieces = m.pieces[static_cast<std::size_t>(t)];
+  if (stage == DpStage::dp_gather) {
+    std::vector<std::int64_t> elements;
+    for (const Range& p : pieces) elements.push_back(p.size());
+    record_all_gather(g, elements, wire);
+    return g;
+  }
+  const auto n = static_cast<std::size_t>(m.dp), o = static_cast<std::size_t>(owner);
+  std::vector<std::vector<std::int64_t>> to(n, std::vector<std::int64_t>(n, 0)), back = to;
+  for (std::size_t d = 0; d < n; ++d) {
+    to[d][o] = pieces[d].size();
+    back[o][d] = pieces[d].size();
+  }
+  record_all_to_all(g, to, wire);
+  record_all_to_all(g, back, wire);
+  return g;
+}
+
+MeshPlan plan_over_dp(MeshStrategy s, const MeshLayout& m, std::int64_t head_dim, const NsConfig& cfg, const StrategyOptions& opt,
+                      int owner) {
+  const StrategyPlan tp_plan = plan_strategy(s.tp, m.tp, m.rows, m.cols, head_dim, cfg, opt);
+  MeshPlan p{s, detail::empty_plan(s.tp, m.size())};
+  Calls dp_calls{};
+  for (int t = 0; t < m.tp_size(); ++t) {
+    const Ledger g = dp_stage_ledger(s.stage, m, t, owner, opt.storage);
+    add_rows(p.ranks.ledger, g, dp_members(m, t));
+    dp_calls = max_calls(dp_calls, g.calls);
+  }
+  for (int d = 0; d < m.dp; ++d) {
+    if (s.stage == DpStage::dp_owner && d != owner) continue;
+    add_rows(p.ranks.ledger, tp_plan.ledger, tp_members(m, d));
+    for (int t = 0; t < m.tp_size(); ++t) {
+      const auto r = static_cast<std::size_t>(m.mesh_rank(t, d)), ti = static_cast<std::size_t>(t);
+      p.ranks.flops[r] = tp_plan.flops[ti];
+      // The restored shard, then whatever the TP strategy holds beyond it.
+      p.ranks.extra_memory[r] = detail::bytes_of(shard_elements(m, t), opt.storage) + tp_plan.extra_memory[ti];
+    }
+  }
+  for (std::size_t i = 0; i < dp_calls.size(); ++i) p.ranks.ledger.calls[i] = dp_calls[i] + tp_plan.ledger.calls[i];
+  return p;
+}
+
+}  // namespace
+
+std::string_view dp_stage_name(DpStage s) { return stage_record(s).name; }
+std::string_view dp_stage_summary(DpStage s) { return stage_record(s).summary; }
+
+std::vector<MeshStrategy> all_mesh_strategies() {
+  std::vector<MeshStrategy> out;
+  for (DpStage stage : kAllDpStages)
+    for (Strategy s : kAllStrategies) out.push_back({stage, s});
+  return out;
+}
+
+std::string mesh_strategy_name(MeshStrategy s) {
+  return std::string(dp_stage_name(s.stage)) + "+" + std::string(strategy_name(s.tp));
+}
+
+MeshStrategy parse_mesh_strategy(std::string_view name) {
+  for (const MeshStrategy& s : all_mesh_strategies())
+    if (mesh_strategy_name(s) == name) return s;
+  throw InvalidField("mesh_strategy", "must be <stage>+<strategy> with a stage of mesh, dp_gather, dp_owner and a strategy of " +
+                                          strategy_names() + ", got '" + std::string(name) + "'");
+}
+
+std::optional<Layout> tp_stage_layout(MeshStrategy s, const MeshLayout& m, std::string* why) {
+  if (s.stage == DpStage::mesh) return composed_layout(m, why);
+  return m.tp;
+}
+
+std::string mesh_inapplicable_reason(MeshStrategy s, const MeshLayout& m, std::int64_t head_dim) {
+  std::string why;
+  const std::optional<Layout> layout = tp_stage_layout(s, m, &why);
+  if (!layout) return why;
+  return inapplicable_reason(s.tp, *layout, head_dim);
+}
+
+Promise mesh_promise_on(MeshStrategy s, const MeshLayout& m) {
+  const std::optional<Layout> layout = tp_stage_layout(s, m);
+  return layout ? promise_on(s.tp, *layout) : Promise::none;
+}
+
+MeshPlan plan_mesh_strategy(MeshStrategy s, const MeshLayout& m, std::int64_t head_dim, const NsConfig& cfg,
+                            const StrategyOptions& opt, int dp_owner) {
+  if (s.stage == DpStage::dp_owner && (dp_owner < 0 || dp_owner >= m.dp))
+    throw InvalidField("dp_owner", "must be a DP index of the mesh (0.." + std::to_string(m.dp - 1) + "), got " +
+                                       std::to_string(dp_owner));
+  if (const std::string why = mesh_inapplicable_reason(s, m, head_dim); !why.empty())
+    throw std::invalid_argument(mesh_strategy_name(s) + " does not apply: " + why);
+  if (s.stage == DpStage::mesh)
+    return {s, plan_strategy(s.tp, *composed_layout(m), m.rows, m.cols, head_dim, cfg, opt)};
+  return plan_over_dp(s, m, head_dim, cfg, opt, dp_owner);
+}
+
+}  // namespace nsv
