@@ -4,6 +4,7 @@
 #include <functional>
 #include <sstream>
 
+#include "nsv/config_schema.hpp"
 #include "nsv/invalid_field.hpp"
 
 #include "sharding/layout_generators.hpp"
@@ -19,13 +20,16 @@ std::string TpCase::describe() const {
   s << rows << "x" << cols << " split on axis " << axis() << " by the " << rule << " rule";
   if (rule == "grain") s << " (grain " << grain << ")";
   if (head_dim > 0) s << " (heads " << heads << ", kv_heads " << kv_heads << ", head_dim " << head_dim << ")";
-  s << ", tp " << layout.tp() << ", widths " << shard::sizes_text(layout.widths()) << ", seed " << seed;
+  s << ", tp " << layout.tp() << ", widths " << shard::sizes_text(layout.widths());
+  if (dp) s << ", dp " << *dp << " (" << name_of(dp_partition) << " partition)";
+  s << ", seed " << seed;
   return s.str();
 }
 
 TpCase TpCase::on_one_rank() const {
   TpCase whole = *this;
   whole.layout = contiguous_layout(axis(), {layout.dim});
+  if (dp) whole.dp = 1;
   return whole;
 }
 
@@ -142,6 +146,7 @@ void TpScope::validate() const {
   } else if (heads != 0 || kv_heads != 0) {
     throw InvalidField("heads", "applies with shape= only (the layer whose rows hold the heads)");
   }
+  if (dp && (*dp < 1 || *dp > 64)) throw InvalidField("dp", "must be between 1 and 64, got " + std::to_string(*dp));
   if (fused.value_or(false) && shape) throw InvalidField("fused", "draws fused [Q;K;V] layers of its own: it applies without shape=");
 }
 
@@ -153,6 +158,12 @@ rc::Gen<TpCase> tp_cases(const TpScope& s) {
     auto heads = rc::gen::map(shard::head_cases(tp_degrees_of(s), s.max_side), from_head_case);
     return rc::gen::weightedOneOf<TpCase>({{4, plain}, {2, heads}, {1, fused_cases(s)}});
   }();
+  if (s.dp)
+    any = rc::gen::map(any, [s](TpCase t) {
+      t.dp = s.dp;
+      t.dp_partition = s.dp_partition;
+      return t;
+    });
   return rc::gen::suchThat(any, [s](const TpCase& t) {
     const bool sides = s.shape || (t.rows >= s.min_side && t.cols >= s.min_side && t.rows <= 4 * s.max_side);
     const auto widths = t.layout.widths();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nsv/layout.hpp"
+#include "nsv/mesh.hpp"
 #include "nsv/matrix.hpp"
 
 namespace nsv::checks {
@@ -23,12 +24,17 @@ struct TpCase {
   std::int64_t heads = 0, kv_heads = 0, head_dim = 0;  // head_dim > 0: whole heads of head_dim rows along dim 0
   std::int64_t grain = 1;
   std::uint64_t seed = 0;
+  // A TP x DP mesh (issue 30): every TP shard partitioned again over dp ranks (mesh.hpp), and the
+  // implementation handed one piece per mesh rank. Absent: the TP shards themselves.
+  std::optional<int> dp;
+  DpPartition dp_partition = DpPartition::zero;
 
   int axis() const { return layout.axis; }
+  MeshLayout mesh() const { return mesh_layout(layout, rows, cols, dp.value_or(1), dp_partition); }
   bool heads_on_rows() const { return head_dim > 0 && axis() == 0; }
   MatD matrix() const;
   std::string describe() const;
-  // The same matrix with every row and column on one rank (tp = 1).
+  // The same matrix with every row and column on one rank (tp = 1, and dp = 1 on a mesh).
   TpCase on_one_rank() const;
 };
 // How RapidCheck prints a case in a counterexample.
@@ -50,6 +56,10 @@ struct TpScope {
   std::int64_t min_side = 1;   // 8 where a rounding bound is claimed, as S5 claims it
   std::int64_t max_side = 48;
   bool heads_on_rows = false;  // only whole heads along dim 0 (the per-head target)
+  // Every case on a TP x DP mesh of this many DP ranks, each TP shard partitioned as dp_partition
+  // says (absent: TP alone).
+  std::optional<int> dp;
+  DpPartition dp_partition = DpPartition::zero;
 
   // Throws nsv::InvalidField naming the field that cannot be drawn from.
   void validate() const;

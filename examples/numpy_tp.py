@@ -104,3 +104,64 @@ def allgather_equal_buffers(shards, spec):
         out.append(np.ascontiguousarray(np.take(whole, range(begin, min(begin + chunk, whole.shape[spec.axis])),
                                                 axis=spec.axis)))
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# TP x DP meshes (check_tp(dp=...)): fn(pieces, spec), one piece per mesh rank d * tp + t, each a
+# DP rank's part of its TP shard (ZeRO: 1-D pieces of the flattened shard; FSDP2: blocks of rows).
+
+def _tp_shards(pieces, spec):
+    """Every TP rank's shard from its DP ranks' pieces (what an all-gather over each DP group restores)."""
+    shards = []
+    for t, shape in enumerate(spec.shapes):
+        flat = [np.asarray(pieces[d * spec.tp + t], dtype=np.float32).reshape(-1) for d in range(spec.dp)]
+        shards.append(np.concatenate(flat).reshape(shape))
+    return shards
+
+
+def _mesh_pieces(shards, spec):
+    """Every mesh rank's piece of per-TP-rank results, in its piece's shape."""
+    return [np.asarray(shards[r % spec.tp], dtype=np.float32).reshape(-1)[begin:end].reshape(spec.piece_shapes[r])
+            for r, (begin, end) in enumerate(spec.pieces)]
+
+
+def _whole(shards, spec):
+    """The matrix from its TP shards (each rank's ranges of the split axis, in order)."""
+    g = np.zeros((spec.rows, spec.cols), dtype=np.float32)
+    for shard, ranges in zip(shards, spec.ranges):
+        at = 0
+        for begin, end in ranges:
+            if spec.axis == 0:
+                g[begin:end, :] = shard[at:at + end - begin, :]
+            else:
+                g[:, begin:end] = shard[:, at:at + end - begin]
+            at += end - begin
+    return g
+
+
+def _tp_split(g, spec):
+    """Every TP rank's shard of g."""
+    return [np.concatenate([g[b:e, :] if spec.axis == 0 else g[:, b:e] for b, e in ranges], axis=spec.axis)
+            if ranges else np.zeros(shape, np.float32) for ranges, shape in zip(spec.ranges, spec.shapes)]
+
+
+def mesh_gather_ns(pieces, spec):
+    """The whole matrix gathered over DP and TP, its NS on every rank, each rank's piece kept (correct: exact)."""
+    return _mesh_pieces(_tp_split(ref.standard_ns(_whole(_tp_shards(pieces, spec), spec), spec.steps), spec), spec)
+
+
+def mesh_dp_gather_allreduce_ns(pieces, spec):
+    """The TP shards gathered over DP, then allreduce_ns over TP (correct: within rounding)."""
+    return _mesh_pieces(_allreduce_iteration(_tp_shards(pieces, spec), spec.axis, spec.steps), spec)
+
+
+def mesh_per_piece_ns(pieces, spec):
+    """NS of each mesh rank's own piece (an FSDP2 block; a ZeRO piece as one row): FSDP or ZeRO combined
+    with TP naively, offered as if it were the whole matrix's NS."""
+    return [ref.standard_ns(np.atleast_2d(p), spec.steps).reshape(p.shape) if p.size else np.zeros(p.shape, np.float32)
+            for p in pieces]
+
+
+def mesh_dp_gather_per_shard_ns(pieces, spec):
+    """The TP shards gathered over DP, then NS of each TP shard (AutoTP's shard path on the restored shards)."""
+    return _mesh_pieces(per_shard_ns(_tp_shards(pieces, spec), spec), spec)

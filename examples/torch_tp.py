@@ -74,3 +74,35 @@ def gram_allreduce_update(shard, spec, group):
     """The whole-matrix Muon update by Gram all-reduces, scaled by the whole matrix's shape."""
     with torch.no_grad():
         return gram_allreduce_ns(shard, spec, group) * muon_scale(spec.rows, spec.cols)
+
+
+# ------------------------------------------------------------------------------------------------
+# TP x DP meshes (nsverify.torch.check_tp(dp=...)): fn(piece, spec, groups), this rank's piece of its TP
+# shard, groups.tp / groups.dp / groups.mesh its process groups.
+
+def dp_all_gather_shard(piece, spec, groups):
+    """This rank's TP shard from its DP group's pieces: one all-gather of the pieces padded to the longest
+    (gloo's all_gather takes equal sizes), each trimmed back to its length, in DP order."""
+    lengths = [end - begin for begin, end in (spec.pieces[d * spec.tp + spec.tp_rank] for d in range(spec.dp))]
+    flat = piece.reshape(-1)
+    padded = torch.zeros(max(1, max(lengths)), dtype=piece.dtype)
+    padded[:flat.numel()] = flat
+    gathered = [torch.empty_like(padded) for _ in lengths]
+    dist.all_gather(gathered, padded, group=groups.dp)
+    return torch.cat([g[:n] for g, n in zip(gathered, lengths)]).reshape(spec.shard_shape)
+
+
+def fsdp_tp_gram_allreduce_ns(piece, spec, groups):
+    """FSDP or ZeRO + TP done right: the TP shard restored over DP, the whole matrix's NS by Gram
+    all-reduces over TP (gram_allreduce_ns), this rank's piece of the result kept (claim "rounding")."""
+    with torch.no_grad():
+        out = gram_allreduce_ns(dp_all_gather_shard(piece, spec, groups), spec, groups.tp)
+        begin, end = spec.pieces[spec.rank]
+        return out.reshape(-1)[begin:end].reshape(spec.piece_shape)
+
+
+def per_piece_ns(piece, spec, groups):
+    """FSDP or ZeRO + TP combined naively: NS of the piece this rank holds (a ZeRO piece as one row)."""
+    with torch.no_grad():
+        block = piece if piece.dim() == 2 else piece.reshape(1, -1)
+        return torch_ns.ns_standard(block, spec.steps, torch_ns.dtype_of(spec.dtype)).reshape(piece.shape)

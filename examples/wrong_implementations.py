@@ -163,6 +163,15 @@ WRONG_TP = [
      "tp_result_equals_its_own_tp_1_result_bit_for_bit"),
     ("right_only_at_tp_1_claimed_rounding", right_only_at_tp_1, dict(claim="rounding"),
      "tp_result_is_within_the_s5_bound_of_the_target"),
+    # TP x DP meshes (fn(pieces, spec), one piece per mesh rank)
+    ("mesh_identity_claimed_exact", tp_identity, dict(claim="exact", dp=2, dp_partition="zero"),
+     "tp_1_result_computes_the_target_within_rounding"),
+    ("mesh_per_piece_ns_fsdp_claimed_exact", numpy_tp.mesh_per_piece_ns, dict(claim="exact", dp=3, dp_partition="fsdp"),
+     "tp_result_equals_its_own_tp_1_result_bit_for_bit"),
+    ("mesh_per_piece_ns_zero_claimed_rounding", numpy_tp.mesh_per_piece_ns, dict(claim="rounding", dp=2, dp_partition="zero"),
+     "tp_1_result_computes_the_target_within_rounding"),
+    ("mesh_dp_gather_per_shard_ns_claimed_exact", numpy_tp.mesh_dp_gather_per_shard_ns,
+     dict(claim="exact", dp=2, dp_partition="fsdp"), "tp_result_equals_its_own_tp_1_result_bit_for_bit"),
 ]
 
 # (name, callable, check_tp arguments): they must pass
@@ -170,4 +179,7 @@ CORRECT_TP = [
     ("allreduce_ns", numpy_tp.allreduce_ns, dict(claim="rounding")),
     ("allreduce_muon_update", numpy_tp.allreduce_muon_update, dict(claim="rounding", aspect_scale=True)),
     ("per_head_ns", numpy_tp.per_head_ns, dict(claim="exact", target="per_head")),
+    ("mesh_gather_ns_zero", numpy_tp.mesh_gather_ns, dict(claim="exact", dp=3, dp_partition="zero")),
+    ("mesh_gather_ns_fsdp", numpy_tp.mesh_gather_ns, dict(claim="exact", dp=2, dp_partition="fsdp")),
+    ("mesh_dp_gather_allreduce_ns", numpy_tp.mesh_dp_gather_allreduce_ns, dict(claim="rounding", dp=2, dp_partition="zero")),
 ]

@@ -84,6 +84,7 @@ std::vector<FieldSchema> config_schema() {
       named(std::string(name_of(FusedKind::none)), std::type_identity<FusedKind>{}),
       named("", std::type_identity<Strategy>{}),  // the front end's choice (nsv: shard, today's AutoTP)
       named("", std::type_identity<Target>{}),    // the strategy's own semantics
+      named(std::string(name_of(DpPartition::zero)), std::type_identity<DpPartition>{}),
   };
 }
 

@@ -67,11 +67,17 @@ bool MeshLayout::rectangular() const {
 }
 
 Range MeshLayout::piece_rows(int t, int d) const {
+  const auto [r, c] = shard_shape(t);
+  if (partition == DpPartition::fsdp) return ceil_chunks(r, dp).at(static_cast<std::size_t>(d));
   const Range& p = pieces.at(static_cast<std::size_t>(t)).at(static_cast<std::size_t>(d));
-  const std::int64_t c = shard_shape(t).second;
-  if (p.size() == 0 || c == 0) return {0, 0};
+  if (p.size() == 0) return {0, 0};
   if (p.begin % c != 0 || p.end % c != 0) throw std::logic_error("piece_rows: the piece cuts a row");
   return {p.begin / c, p.end / c};
+}
+
+std::vector<std::int64_t> MeshLayout::piece_shape(int m) const {
+  if (partition == DpPartition::zero) return {piece(m).size()};
+  return {piece_rows(tp_rank(m), dp_rank(m)).size(), shard_shape(tp_rank(m)).second};
 }
 
 MeshLayout mesh_layout(const Layout& tp, std::int64_t rows, std::int64_t cols, int dp, DpPartition partition) {
@@ -126,14 +132,6 @@ MatD shard_from_flat(const MatD& concatenation, std::int64_t rows, std::int64_t 
     throw std::invalid_argument("shard_from_flat: " + std::to_string(concatenation.size()) + " elements for a " +
                                 shape_text(rows, cols) + " shard");
   return Eigen::Map<const MatD>(concatenation.data(), rows, cols);
-}
-
-MatD piece_as_block(const MatD& piece, std::int64_t cols) {
-  if (cols == 0) return MatD(0, 0);
-  if (piece.size() % cols != 0)
-    throw std::invalid_argument("piece_as_block: " + std::to_string(piece.size()) + " elements are not whole rows of " +
-                                std::to_string(cols));
-  return Eigen::Map<const MatD>(piece.data(), piece.size() / cols, cols);
 }
 
 std::vector<MatD> split_mesh(const MatD& g, const MeshLayout& m) {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "mesh_ledger.hpp"
 #include "nsv/mesh_strategies.hpp"
 
 namespace nsv {
@@ -118,25 +119,19 @@ void run_dp_owner(MeshStrategy s, const Backend& b, const MeshMatrix& mm, const 
 Ledger recorded_ledger(const MeshLayout& m, const MeshCommunicators& comms) {
   Ledger out;
   out.ranks.resize(static_cast<std::size_t>(m.size()));
-  const auto add = [&out](const Ledger& group, const auto& member_of) {
-    for (std::size_t i = 0; i < group.ranks.size(); ++i) {
-      RankTraffic& to = out.ranks[static_cast<std::size_t>(member_of(static_cast<int>(i)))];
-      to.bytes_sent += group.ranks[i].bytes_sent;
-      to.bytes_received += group.ranks[i].bytes_received;
-      to.messages += group.ranks[i].messages;
-    }
-  };
-  add(comms.mesh->ledger(), [](int r) { return r; });
-  std::array<int, kAllCollectives.size()> dp_calls{}, tp_calls{};
+  std::vector<int> every(static_cast<std::size_t>(m.size()));
+  for (int r = 0; r < m.size(); ++r) every[static_cast<std::size_t>(r)] = r;
+  detail::add_rows(out, comms.mesh->ledger(), every);
+  detail::Calls dp_calls{}, tp_calls{};
   for (int t = 0; t < m.tp_size(); ++t)
     if (const Communicator* g = comms.dp_groups[static_cast<std::size_t>(t)]) {
-      add(g->ledger(), [&](int d) { return m.mesh_rank(t, d); });
-      for (std::size_t c = 0; c < dp_calls.size(); ++c) dp_calls[c] = std::max(dp_calls[c], g->ledger().calls[c]);
+      detail::add_rows(out, g->ledger(), detail::dp_members(m, t));
+      dp_calls = detail::max_calls(dp_calls, g->ledger().calls);
     }
   for (int d = 0; d < m.dp; ++d)
     if (const Communicator* g = comms.tp_groups[static_cast<std::size_t>(d)]) {
-      add(g->ledger(), [&](int t) { return m.mesh_rank(t, d); });
-      for (std::size_t c = 0; c < tp_calls.size(); ++c) tp_calls[c] = std::max(tp_calls[c], g->ledger().calls[c]);
+      detail::add_rows(out, g->ledger(), detail::tp_members(m, d));
+      tp_calls = detail::max_calls(tp_calls, g->ledger().calls);
     }
   for (std::size_t c = 0; c < out.calls.size(); ++c) out.calls[c] = comms.mesh->ledger().calls[c] + dp_calls[c] + tp_calls[c];
   return out;

@@ -8,6 +8,7 @@
 
 #include "nsv/invalid_field.hpp"
 #include "nsv/mesh_strategies.hpp"
+#include "mesh_ledger.hpp"
 #include "strategies/operand.hpp"
 
 namespace nsv {
@@ -31,36 +32,11 @@ const DpStageRecord& stage_record(DpStage s) {
   throw std::logic_error("stage_record: unknown DP stage");
 }
 
-using Calls = std::array<int, kAllCollectives.size()>;
-
-Calls max_calls(const Calls& a, const Calls& b) {
-  Calls out{};
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::max(a[i], b[i]);
-  return out;
-}
-
-// A group's rows into the mesh ledger: group rank i is mesh rank members[i].
-void add_rows(Ledger& mesh, const Ledger& group, const std::vector<int>& members) {
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    RankTraffic& to = mesh.ranks[static_cast<std::size_t>(members[i])];
-    const RankTraffic& from = group.ranks[i];
-    to.bytes_sent += from.bytes_sent;
-    to.bytes_received += from.bytes_received;
-    to.messages += from.messages;
-  }
-}
-
-std::vector<int> dp_members(const MeshLayout& m, int t) {
-  std::vector<int> out;
-  for (int d = 0; d < m.dp; ++d) out.push_back(m.mesh_rank(t, d));
-  return out;
-}
-
-std::vector<int> tp_members(const MeshLayout& m, int d) {
-  std::vector<int> out;
-  for (int t = 0; t < m.tp_size(); ++t) out.push_back(m.mesh_rank(t, d));
-  return out;
-}
+using detail::add_rows;
+using detail::Calls;
+using detail::dp_members;
+using detail::max_calls;
+using detail::tp_members;
 
 Ledger empty_ledger(int ranks) {
   Ledger l;

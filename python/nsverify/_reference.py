@@ -19,6 +19,9 @@ CHECK_DEFAULTS = dict(NS_DEFAULTS, products="full")
 SHRINK_SECONDS = _core.DEFAULT_SHRINK_SECONDS
 _BACKEND = CONFIG_SCHEMA["backend"]["default"]
 _REDUCTION_ORDER = CONFIG_SCHEMA["reduction_order"]["default"]
+#: How check_tp(dp=...) partitions each TP shard over the DP ranks by default, and the choices.
+DP_PARTITION = CONFIG_SCHEMA["dp_partition"]["default"]
+DP_PARTITIONS = tuple(CONFIG_SCHEMA["dp_partition"]["choices"])
 
 NsConfig = _core.NsConfig
 Layout = _core.Layout

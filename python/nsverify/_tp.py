@@ -7,7 +7,7 @@ import numpy as np
 from . import _args
 from . import _nsverify as _core
 from ._kernel import DEFAULT_SEED
-from ._reference import CHECK_DEFAULTS as _D, SHRINK_SECONDS, config as _config
+from ._reference import CHECK_DEFAULTS as _D, DP_PARTITION, DP_PARTITIONS, SHRINK_SECONDS, config as _config
 from ._results import CheckResult, PropertyResult, _table
 
 
@@ -70,8 +70,8 @@ class TpCheckResult(CheckResult):
 
 def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["kernel"], steps=_D["steps"],
              dtype=_D["dtype"], accumulate=_D["accumulate"], products=_D["products"], coeffs=_D["coeffs"],
-             restart_at=_D["restart_at"], max_tp=8, max_dim=48, max_success=100, max_size=100, diagnosis_cases=24,
-             seed=None, replay=None, counterexamples=None, shrink_seconds=SHRINK_SECONDS):
+             restart_at=_D["restart_at"], max_tp=8, max_dim=48, dp=None, dp_partition=DP_PARTITION, max_success=100, max_size=100,
+             diagnosis_cases=24, seed=None, replay=None, counterexamples=None, shrink_seconds=SHRINK_SECONDS):
     """Check ``fn(shards: list[np.ndarray], spec) -> list[np.ndarray]``, your tensor-parallel NS.
 
     fn receives the shards of a matrix exactly as AutoTP lays them out (float32, rank order; a rank
@@ -80,6 +80,18 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
     "head_aligned", "gqa_q_proj", "gqa_kv_proj", "fused_qkv"), heads, kv_heads, head_dim (> 0: whole
     heads of head_dim rows along dim 0), grain, fused_qkv, ranges (each rank's (begin, end) pieces of
     the split axis), shapes (each rank's shard shape), kernel, steps, dtype, coeffs.
+
+    dp      a TP x DP mesh (FSDP or ZeRO combined with TP): every case's TP shards are partitioned
+            again over dp data-parallel ranks (1..64), and fn receives one piece per mesh rank instead
+            of one shard per TP rank, in mesh-rank order d * tp + t (the TP group of one DP index is
+            tp consecutive ranks), and returns one result per piece, of the piece's shape.
+            dp_partition says how: "zero" (ZeRO: the shard flattened in row-major order and cut into
+            pieces of ceil(N / dp) elements, handed as 1-D arrays; a piece can cut a row) or "fsdp"
+            (FSDP2's Shard(0): ceil(rows / dp) whole rows, handed as 2-D blocks); trailing pieces are
+            shorter or empty. spec then also holds dp, dp_partition, mesh_rank_order, pieces (each mesh
+            rank's (begin, end) in its TP shard's row-major elements) and piece_shapes; the tp-1 case
+            of the exact claim is the whole matrix on one rank with dp = 1. None (the default): TP
+            alone, spec.dp None.
 
     Layouts drawn (properties/sharding/layout_generators.hpp): tp 1..max_tp and beyond (zero-width
     ranks), both axes, the grain rule with grain 1, 64 or any, head-aligned shards, GQA q/k/v
@@ -123,13 +135,13 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
         raise TypeError(f"fn must be a callable fn(shards, spec) -> list of arrays, got {type(fn).__name__}")
     name = getattr(fn, "__qualname__", repr(fn))
     out = run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size,
-                       diagnosis_cases, replay, shrink_seconds=shrink_seconds)
+                       diagnosis_cases, replay, dp=dp, dp_partition=dp_partition, shrink_seconds=shrink_seconds)
     return tp_result(out, name, claim, cfg, seed=seed, counterexamples=counterexamples)
 
 
 def run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size, diagnosis_cases,
                  replay, tps=(), axis=None, uneven=True, zero_width=True, fused=None, shape=None, heads=0, kv_heads=0,
-                 shrink_seconds=SHRINK_SECONDS):
+                 dp=None, dp_partition=DP_PARTITION, shrink_seconds=SHRINK_SECONDS):
     """The TP catalogue on fn(shards, spec) -> list of arrays, in the scope the keywords narrow (TpScope),
     every argument typed strictly (_args): the core's dict {"properties", "diagnosis", "target"}."""
     return _core.check_tp(fn, name, cfg, _args.text("claim", claim, ("exact", "rounding", "none")),
@@ -137,6 +149,8 @@ def run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, se
                           _args.integer("max_tp", max_tp, 1, 64), _args.integer("max_dim", max_dim, 8, 4096), list(tps), axis,
                           _args.boolean("uneven", uneven), _args.boolean("zero_width", zero_width), fused, shape,
                           _args.integer("heads", heads, 0, 1 << 20), _args.integer("kv_heads", kv_heads, 0, 1 << 20),
+                          None if dp is None else _args.integer("dp", dp, 1, 64),
+                          _args.text("dp_partition", dp_partition, DP_PARTITIONS),
                           DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
                           _args.integer("max_success", max_success, 1, 100000), _args.integer("max_size", max_size, 0, 100000),
                           _args.number("shrink_seconds", shrink_seconds),

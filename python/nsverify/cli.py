@@ -29,7 +29,7 @@ import time
 import warnings
 
 from ._kernel import check_kernel
-from ._reference import CHECK_DEFAULTS, CONFIG_SCHEMA, SHRINK_SECONDS
+from ._reference import CHECK_DEFAULTS, CONFIG_SCHEMA, DP_PARTITION, DP_PARTITIONS, SHRINK_SECONDS
 from ._tp import check_tp
 
 
@@ -71,6 +71,9 @@ def parser():
     p.add_argument("--claim", default="exact", choices=["exact", "rounding", "none"], help="tp: what fn promises")
     p.add_argument("--target", default="whole", choices=CONFIG_SCHEMA["target"]["choices"], help="tp: the semantics promised")
     p.add_argument("--aspect-scale", action="store_true", help="tp: fn is a Muon update (whole-shape aspect scale)")
+    p.add_argument("--dp", type=int, help="tp: a TP x DP mesh of this many DP ranks (1..64); fn gets one piece per mesh rank")
+    p.add_argument("--dp-partition", default=DP_PARTITION, choices=DP_PARTITIONS,
+                   help="tp with --dp: zero (ZeRO's flat pieces) | fsdp (FSDP2's rows)")
     # The knobs: the checks' defaults (NsConfig's, products "full"), the schema's choices.
     p.add_argument("--kernel", default=CHECK_DEFAULTS["kernel"], choices=CONFIG_SCHEMA["kernel"]["choices"])
     p.add_argument("--steps", type=int, default=CHECK_DEFAULTS["steps"])
@@ -250,7 +253,8 @@ def _run_check(args):
             required = args.required.split(",") if args.required else None
             result = kernel_check(fn, batched=args.batched, required=required, promise=args.promise, **knobs)
         else:
-            result = tp_check(fn, claim=args.claim, target=args.target, aspect_scale=args.aspect_scale, **tp_knobs, **knobs)
+            result = tp_check(fn, claim=args.claim, target=args.target, aspect_scale=args.aspect_scale, dp=args.dp,
+                              dp_partition=args.dp_partition, **tp_knobs, **knobs)
     except (ValueError, TypeError, ImportError) as e:
         print(f"nsv check: error: {e}", file=sys.stderr)
         return 2

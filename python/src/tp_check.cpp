@@ -5,7 +5,9 @@
 #include <optional>
 
 #include "arrays.hpp"
+#include "nsv/config_schema.hpp"
 #include "nsv/invalid_field.hpp"
+#include "nsv/mesh.hpp"
 #include "outcomes.hpp"
 #include "property_run.hpp"
 #include "tp_catalogue.hpp"
@@ -15,6 +17,23 @@ namespace nsv::python {
 namespace {
 
 using checks::TpCase;
+
+// On a mesh: each mesh rank's piece, its (begin, end) in the row-major elements of its TP shard.
+std::vector<std::pair<std::int64_t, std::int64_t>> mesh_pieces(const TpCase& t) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  if (!t.dp) return out;
+  const MeshLayout m = t.mesh();
+  for (int r = 0; r < m.size(); ++r) out.emplace_back(m.piece(r).begin, m.piece(r).end);
+  return out;
+}
+
+std::vector<std::vector<std::int64_t>> piece_shapes(const TpCase& t) {
+  std::vector<std::vector<std::int64_t>> out;
+  if (!t.dp) return out;
+  const MeshLayout m = t.mesh();
+  for (int r = 0; r < m.size(); ++r) out.push_back(m.piece_shape(r));
+  return out;
+}
 
 // The `spec` argument of the user's function: a types.SimpleNamespace (GIL held).
 py::object spec_of(const TpCase& t, const NsConfig& cfg) {
@@ -31,7 +50,9 @@ py::object spec_of(const TpCase& t, const NsConfig& cfg) {
       py::arg("rule") = t.rule, py::arg("heads") = t.heads, py::arg("kv_heads") = t.kv_heads, py::arg("head_dim") = t.head_dim,
       py::arg("grain") = t.grain, py::arg("fused_qkv") = t.rule == "fused_qkv", py::arg("ranges") = ranges,
       py::arg("shapes") = shapes, py::arg("kernel") = std::string(kernel_name(cfg.kernel)), py::arg("steps") = cfg.steps,
-      py::arg("dtype") = std::string(dtype_name(cfg.dtype)), py::arg("coeffs") = cfg.coeffs.name);
+      py::arg("dtype") = std::string(dtype_name(cfg.dtype)), py::arg("coeffs") = cfg.coeffs.name,
+      py::arg("dp") = t.dp ? py::cast(*t.dp) : py::none(), py::arg("dp_partition") = std::string(name_of(t.dp_partition)),
+      py::arg("mesh_rank_order") = "d * tp + t", py::arg("pieces") = mesh_pieces(t), py::arg("piece_shapes") = piece_shapes(t));
 }
 
 // fn(shards: list[np.ndarray], spec) -> list[np.ndarray], one per rank.
@@ -43,7 +64,9 @@ class UserTpUpdate final : public checks::TpUnderTest {
   std::vector<MatD> run(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const override {
     py::gil_scoped_acquire gil;  // held until every Python object of the call is released
     py::list in;
-    return results(call(t, shards, cfg, in), shards.size());
+    if (!t.dp) return results(call(shards, t, cfg, in), shards.size());
+    const MeshLayout m = t.mesh();
+    return shards_from_pieces(m, mesh_results(call_on_mesh(m, shards, t, cfg, in), m));
   }
 
   // The arrays fn was handed, read back after the call; a result aliases its shard when numpy says
@@ -52,26 +75,104 @@ class UserTpUpdate final : public checks::TpUnderTest {
   checks::ObservedTpCall run_observed(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const override {
     py::gil_scoped_acquire gil;  // held until every Python object of the call is released
     py::list in;
-    const py::object result = call(t, shards, cfg, in);
+    if (t.dp) return observed_on_mesh(t, shards, cfg, in);
+    const py::object result = call(shards, t, cfg, in);
     checks::ObservedTpCall observed{results(result, shards.size()), {}, {}};
-    const py::object shares_memory = py::module_::import("numpy").attr("shares_memory");
     const py::object flags = py::getattr(result, "aliased", py::none());
     for (std::size_t r = 0; r < shards.size(); ++r) {
       observed.shards_after.push_back(matrix_from(in[r], "rank " + std::to_string(r) + "'s shard after the call"));
-      const py::object out = result.cast<py::sequence>()[r];
-      observed.output_aliases_shard.push_back(flags.is_none() ? py::isinstance<py::array>(out) && shares_memory(out, in[r]).cast<bool>()
+      observed.output_aliases_shard.push_back(flags.is_none() ? aliases(result.cast<py::sequence>()[r], in[r])
                                                               : flags.cast<py::sequence>()[r].cast<bool>());
     }
     return observed;
   }
 
  private:
-  // fn(shards, spec) on fresh arrays, kept in `in` for the caller to read back (GIL held).
-  py::object call(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg, py::list& in) const {
+  // fn(arrays, spec) on fresh arrays, kept in `in` for the caller to read back (GIL held).
+  py::object call(const std::vector<MatD>& arrays, const TpCase& t, const NsConfig& cfg, py::list& in) const {
     return call_user_code([&] {
-      for (const MatD& s : shards) in.append(matrix_to_array(s, float64_));
+      for (const MatD& a : arrays) in.append(matrix_to_array(a, float64_));
       return fn_(in, spec_of(t, cfg));
     });
+  }
+
+  // fn(pieces, spec) on a mesh: every mesh rank's piece of its TP shard, in its piece_shape.
+  py::object call_on_mesh(const MeshLayout& m, const std::vector<MatD>& shards, const TpCase& t, const NsConfig& cfg,
+                          py::list& in) const {
+    return call_user_code([&] {
+      for (int r = 0; r < m.size(); ++r) {
+        const MatD piece = flat_piece(shards[static_cast<std::size_t>(m.tp_rank(r))], m.piece(r));
+        in.append(matrix_to_array(piece, float64_).attr("reshape")(py::cast(m.piece_shape(r))));
+      }
+      return fn_(in, spec_of(t, cfg));
+    });
+  }
+
+  // The shard-untouched property on a mesh: every TP shard as its pieces were left, and whether a
+  // piece's result shares memory with the piece.
+  checks::ObservedTpCall observed_on_mesh(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg, py::list& in) const {
+    const MeshLayout m = t.mesh();
+    const py::object result = call_on_mesh(m, shards, t, cfg, in);
+    checks::ObservedTpCall observed{shards_from_pieces(m, mesh_results(result, m)), {},
+                                    std::vector<bool>(static_cast<std::size_t>(m.tp_size()), false)};
+    std::vector<MatD> after;
+    for (int r = 0; r < m.size(); ++r) {
+      after.push_back(flat_of(in[static_cast<std::size_t>(r)], "mesh rank " + std::to_string(r) + "'s piece after the call"));
+      if (aliases(result.cast<py::sequence>()[static_cast<std::size_t>(r)], in[static_cast<std::size_t>(r)]))
+        observed.output_aliases_shard[static_cast<std::size_t>(m.tp_rank(r))] = true;
+    }
+    observed.shards_after = shards_from_pieces(m, after);
+    return observed;
+  }
+
+  static bool aliases(const py::handle& out, const py::handle& in) {
+    return py::isinstance<py::array>(out) && py::module_::import("numpy").attr("shares_memory")(out, in).cast<bool>();
+  }
+
+  // An array's elements as a 1 x n row (its row-major order).
+  static MatD flat_of(const py::handle& array, const std::string& name) {
+    return matrix_from(py::module_::import("numpy").attr("reshape")(array, py::make_tuple(1, -1)), name);
+  }
+
+  // One piece per mesh rank from what fn returned, each of its piece's shape, or a failed case.
+  static std::vector<MatD> mesh_results(const py::object& result, const MeshLayout& m) {
+    if (!py::isinstance<py::sequence>(result) || py::isinstance<py::str>(result))
+      checks::fail_predicate("the callable must return a list of arrays, one per mesh rank; it returned " +
+                             py::str(py::type::of(result)).cast<std::string>());
+    const py::sequence seq = result.cast<py::sequence>();
+    if (static_cast<int>(seq.size()) != m.size())
+      checks::fail_predicate("the callable returned " + std::to_string(seq.size()) + " arrays for " + std::to_string(m.size()) +
+                             " mesh ranks");
+    std::vector<MatD> out;
+    for (int r = 0; r < m.size(); ++r) {
+      const std::string name = "the callable's result for mesh rank " + std::to_string(r);
+      const py::object shape = py::getattr(seq[static_cast<std::size_t>(r)], "shape", py::none());
+      const std::vector<std::int64_t> want = m.piece_shape(r);
+      if (shape.is_none() || py::cast<std::vector<std::int64_t>>(py::tuple(shape)) != want)
+        checks::fail_predicate(name + " has shape " + py::str(shape).cast<std::string>() + "; its piece's is " +
+                               py::str(py::tuple(py::cast(want))).cast<std::string>());
+      try {
+        out.push_back(flat_of(seq[static_cast<std::size_t>(r)], name));
+      } catch (const std::invalid_argument& e) {
+        checks::fail_predicate(e.what());
+      }
+    }
+    return out;
+  }
+
+  // Every TP shard from its mesh ranks' pieces (1 x n rows, in DP order).
+  static std::vector<MatD> shards_from_pieces(const MeshLayout& m, const std::vector<MatD>& pieces) {
+    std::vector<MatD> shards;
+    for (int t = 0; t < m.tp_size(); ++t) {
+      const auto [rows, cols] = m.shard_shape(t);
+      MatD flat(1, rows * cols);
+      for (int d = 0; d < m.dp; ++d) {
+        const Range& where = m.pieces[static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
+        flat.middleCols(where.begin, where.size()) = pieces[static_cast<std::size_t>(m.mesh_rank(t, d))];
+      }
+      shards.push_back(shard_from_flat(flat, rows, cols));
+    }
+    return shards;
   }
 
   // One matrix per rank from what fn returned, or a failed case saying what came back instead.
@@ -196,8 +297,8 @@ void bind_tp_check(py::module_& m) {
       [](py::object fn, const std::string& name, const NsConfig& cfg, const std::string& claim, const std::string& target,
          bool aspect_scale, int max_tp, std::int64_t max_dim, const std::vector<int>& tps, std::optional<int> axis, bool uneven,
          bool zero_width, std::optional<bool> fused, std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::int64_t heads,
-         std::int64_t kv_heads, std::uint64_t seed, int max_success, int max_size, double shrink_seconds, int diagnosis_cases,
-         const std::string& replay) {
+         std::int64_t kv_heads, std::optional<int> dp, const std::string& dp_partition, std::uint64_t seed, int max_success,
+         int max_size, double shrink_seconds, int diagnosis_cases, const std::string& replay) {
         checks::TpScope scope;
         scope.max_tp = max_tp;
         scope.max_side = max_dim;
@@ -209,12 +310,14 @@ void bind_tp_check(py::module_& m) {
         scope.shape = shape;
         scope.heads = heads;
         scope.kv_heads = kv_heads;
+        scope.dp = dp;
+        scope.dp_partition = parse_named<DpPartition>(dp_partition);
         return check_tp(std::move(fn), name, cfg, claim, target, aspect_scale, scope,
                         checks::RunSettings{seed, max_success, max_size, shrink_seconds}, diagnosis_cases, replay);
       },
       py::arg("fn"), py::arg("name"), py::arg("config"), py::arg("claim"), py::arg("target"), py::arg("aspect_scale"),
       py::arg("max_tp"), py::arg("max_dim"), py::arg("tp"), py::arg("axis"), py::arg("uneven"), py::arg("zero_width"),
-      py::arg("fused"), py::arg("shape"), py::arg("heads"), py::arg("kv_heads"), py::arg("seed"), py::arg("max_success"),
+      py::arg("fused"), py::arg("shape"), py::arg("heads"), py::arg("kv_heads"), py::arg("dp"), py::arg("dp_partition"), py::arg("seed"), py::arg("max_success"),
       py::arg("max_size"), py::arg("shrink_seconds"), py::arg("diagnosis_cases"), py::arg("replay"));
 }
 

@@ -78,3 +78,24 @@ def test_cli_reaches_the_torch_checks():
                           "--max-success", "10", "--max-dim", "16"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "2 gloo ranks" in out.stdout and "PASS" in out.stdout
+
+
+@pytest.mark.parametrize("dp_partition", ["zero", "fsdp"])
+def test_fsdp_or_zero_with_tp_on_a_2x2_mesh_of_real_ranks(dp_partition):
+    """On tp 2 x dp 2 gloo ranks: restoring the TP shard over DP and then the Gram all-reduce over TP is
+    within rounding of the whole matrix's NS; NS of each rank's piece (the naive combination) is not."""
+    right = nt.check_tp(torch_tp.fsdp_tp_gram_allreduce_ns, world_size=2, dp=2, dp_partition=dp_partition, claim="rounding",
+                        kernel="standard", max_success=10, diagnosis_cases=4, max_dim=24)
+    assert right, right
+    assert right.environment["world_size"] == 4
+    assert right.diagnosis == "whole-matrix NS", right
+    naive = nt.check_tp(torch_tp.per_piece_ns, world_size=2, dp=2, dp_partition=dp_partition, claim="rounding",
+                        kernel="standard", max_success=10, diagnosis_cases=0, max_dim=24)
+    assert not naive
+    failing = {p.name for p in naive.properties if p.status == "fails"}
+    assert failing & {"tp_result_is_within_the_s5_bound_of_the_target", "tp_1_result_computes_the_target_within_rounding"}, naive
+
+
+def test_a_mesh_check_refuses_a_one_axis_plan_comparison():
+    with pytest.raises(ValueError, match="strategy=.*dp="):
+        nt.check_tp(torch_tp.per_piece_ns, world_size=2, dp=2, strategy="gather")

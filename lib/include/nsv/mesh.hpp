@@ -52,6 +52,9 @@ struct MeshLayout {
   bool rectangular() const;
   // The rows of shard t that DP rank d holds (requires rectangular()).
   Range piece_rows(int t, int d) const;
+  // The shape of the tensor a framework holds for mesh rank r's piece: ZeRO's flat (n), FSDP2's
+  // block (rows, the shard's cols).
+  std::vector<std::int64_t> piece_shape(int mesh_rank) const;
 };
 
 // Throws nsv::InvalidField naming `dp` (1..kMaxDp) or `shape` (a side < 0, or the layout's split
@@ -69,7 +72,5 @@ MatD assemble_mesh(const std::vector<MatD>& pieces, const MeshLayout&);
 // One piece of a shard, and a shard (rows x cols) from the concatenation of its pieces.
 MatD flat_piece(const MatD& shard, const Range&);
 MatD shard_from_flat(const MatD& concatenation, std::int64_t rows, std::int64_t cols);
-// A piece of whole rows as the block it is (its rows of the shard x the shard's cols).
-MatD piece_as_block(const MatD& piece, std::int64_t cols);
 
 }  // namespace nsv

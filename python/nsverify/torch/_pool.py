@@ -131,10 +131,11 @@ class RankPool:
     """world_size rank processes running fn(shard, spec, group); see the module's doc."""
 
     def __init__(self, fn, world_size, backend="gloo", timeout=10.0, dtype="fp32", input_dtype=None, device="cpu",
-                 threads=1, start_timeout=180.0):
+                 threads=1, start_timeout=180.0, mesh=None):
         self.world_size = int(world_size)
+        # mesh: (tp, dp) of a TP x DP mesh of world_size = tp * dp ranks (fn's `group` is then the mesh's groups)
         self.settings = dict(backend=backend, timeout=float(timeout), dtype=dtype, input_dtype=input_dtype or dtype,
-                             device=str(device), threads=int(threads))
+                             device=str(device), threads=int(threads), mesh=mesh)
         self.fn_ref = function_ref(fn)
         self.start_timeout = start_timeout
         self.procs, self.conns = [], []

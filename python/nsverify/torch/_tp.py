@@ -6,7 +6,9 @@ import types
 import numpy as np
 
 from .._kernel import _name
-from .._reference import CHECK_DEFAULTS as _D, SHRINK_SECONDS, autotp_layout, config as _config, plan_strategy, split
+from .. import _args
+from .._reference import (CHECK_DEFAULTS as _D, DP_PARTITION, SHRINK_SECONDS, autotp_layout, config as _config, plan_strategy,
+                          split)
 from .._tp import TpCheckResult, run_tp_check, tp_result
 from ._kernel import environment, resolve_accumulate
 from ._pool import RankFailure, RankPool
@@ -20,18 +22,29 @@ _KIND = {"all_gather_into_tensor": "all_gather", "_all_gather_base": "all_gather
 
 def rank_spec(spec, rank, world_size):
     """The spec fn(shard, spec, group) gets on `rank`: the check's spec (tp, axis, rows, cols, rule, heads,
-    kv_heads, head_dim, grain, fused_qkv, ranges, shapes, kernel, steps, dtype, coeffs) and rank,
-    world_size, sizes (each rank's width along the split axis), shard_shape, fused ("qkv" or None)."""
+    kv_heads, head_dim, grain, fused_qkv, ranges, shapes, kernel, steps, dtype, coeffs, and on a mesh dp,
+    dp_partition, mesh_rank_order, pieces, piece_shapes) and rank, world_size, sizes (each TP rank's width
+    along the split axis), shard_shape (this rank's TP shard), fused ("qkv" or None); on a mesh also
+    tp_rank, dp_rank and piece_shape (this rank's piece)."""
     d = dict(vars(spec))
+    t = rank % spec.tp
     d.update(rank=rank, world_size=world_size, sizes=[shape[spec.axis] for shape in spec.shapes],
-             shard_shape=tuple(spec.shapes[rank]), fused="qkv" if spec.fused_qkv else None)
+             shard_shape=tuple(spec.shapes[t]), fused="qkv" if spec.fused_qkv else None)
+    if spec.dp is not None:
+        d.update(tp_rank=t, dp_rank=rank // spec.tp, piece_shape=tuple(spec.piece_shapes[rank]))
     return types.SimpleNamespace(**d)
+
+
+def mesh_size(spec):
+    """The ranks a case runs on: tp, or tp x dp on a mesh."""
+    return spec.tp * (spec.dp or 1)
 
 
 def layout_words(spec):
     return (f"{spec.rows}x{spec.cols} axis {spec.axis} {spec.rule}"
             + (f" heads {spec.heads}/{spec.kv_heads}" if spec.heads else "") + (f" {spec.grain}" if spec.rule == "grain" else "")
-            + f", tp {spec.tp}, widths {[shape[spec.axis] for shape in spec.shapes]}")
+            + f", tp {spec.tp}, widths {[shape[spec.axis] for shape in spec.shapes]}"
+            + (f", dp {spec.dp} ({spec.dp_partition})" if spec.dp else ""))
 
 
 class RankResults(list):
@@ -53,13 +66,14 @@ class Runner:
     def __call__(self, shards, spec):
         if self.fail_fast and self.pool.hang:
             raise RankFailure("hung", f"not run: an earlier case hung ({self.pool.hang})")
-        replies = self.pool.run(shards, [rank_spec(spec, r, self.pool.world_size) for r in range(spec.tp)], spec.tp)
+        ranks = mesh_size(spec)
+        replies = self.pool.run(shards, [rank_spec(spec, r, self.pool.world_size) for r in range(ranks)], ranks)
         for shard, reply in zip(shards, replies):
             if reply["shard_after"] is not None:
                 np.copyto(shard, reply["shard_after"])  # what the rank left in its shard, for S-untouched
-        if spec.tp == self.pool.world_size:
+        if ranks == self.pool.world_size:
             self.records.append(dict(layout=layout_words(spec), rows=spec.rows, cols=spec.cols, axis=spec.axis, rule=spec.rule,
-                                     heads=spec.heads, kv_heads=spec.kv_heads, grain=spec.grain, tp=spec.tp,
+                                     heads=spec.heads, kv_heads=spec.kv_heads, grain=spec.grain, tp=spec.tp, dp=spec.dp,
                                      ranks=[reply["calls"] for reply in replies]))
         return RankResults([reply["result"] for reply in replies], [reply["aliased"] for reply in replies])
 
@@ -146,7 +160,8 @@ class TorchTpCheckResult(TpCheckResult):
 
 
 def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", aspect_scale=False, uneven=True,
-             zero_width=True, fused=None, axis=None, shape=None, heads=0, kv_heads=0, kernel=_D["kernel"], steps=_D["steps"],
+             zero_width=True, fused=None, axis=None, shape=None, heads=0, kv_heads=0, dp=None, dp_partition=DP_PARTITION,
+             kernel=_D["kernel"], steps=_D["steps"],
              dtype="fp32", accumulate="auto", input_dtype=None, device="cpu", products=_D["products"], coeffs=_D["coeffs"],
              restart_at=_D["restart_at"], max_dim=32, max_success=30, max_size=100, diagnosis_cases=12, seed=None,
              replay=None, timeout=10.0, strategy=None, threads=1, counterexamples=None, shrink_seconds=SHRINK_SECONDS):
@@ -164,6 +179,15 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
     the exact claim's second half and "computes the target" run fn on the whole matrix at tp = 1
     (rank 0 alone, `group` a group of one rank): use `group` (and spec.tp, spec.rank) in fn, not
     the default group.
+
+    A TP x DP mesh (FSDP or ZeRO combined with TP): dp=N starts world_size x N processes, mesh rank
+    d * world_size + t, and hands each its piece of its TP shard (dp_partition "zero": 1-D, the
+    shard's row-major elements cut into ceil(n / N); "fsdp": ceil(rows / N) whole rows; see
+    nsverify.check_tp). `group` is then a namespace of groups: mesh (every rank), tp (this rank's TP
+    group) and dp (this rank's DP group); spec adds dp, dp_partition, pieces, piece_shapes, tp_rank,
+    dp_rank, piece_shape. fn returns its piece's result, of the piece's shape. The tp-1 case runs
+    rank 0 alone with dp = 1 (the three groups its group of one). strategy= compares one-axis plans,
+    so it is refused with dp.
 
     Scope: uneven=False draws equal shards only, zero_width=False no empty shard, fused=True only
     fused [Q;K;V] layers (False: none), axis 0/1 only that split, shape=(rows, cols) your layer
@@ -187,6 +211,9 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
     dtype/accumulate as nsverify.torch.check_kernel (accumulate="auto": probed). threads: torch
     threads per rank. Returns a TorchTpCheckResult (truthy only if the claim's properties hold).
     """
+    if dp is not None and strategy is not None:
+        raise ValueError("strategy= compares a one-axis plan of the cost model with the collectives; with dp= there is "
+                         "none to compare: leave strategy unset (the audit's mesh plans: nsv audit --dp)")
     support(dtype, str(device))
     accumulate, words = resolve_accumulate(accumulate, dtype, str(device))
     knobs = dict(kernel=kernel, steps=steps, dtype=dtype, accumulate=accumulate, products=products, coeffs=coeffs,
@@ -194,8 +221,11 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
     cfg = _config(**knobs)
     name = _name(fn)
     scope = dict(tps=[int(world_size)], axis=axis, uneven=uneven, zero_width=zero_width, fused=fused,
-                 shape=None if shape is None else (int(shape[0]), int(shape[1])), heads=heads, kv_heads=kv_heads)
-    pool = RankPool(fn, world_size, backend, timeout, dtype, input_dtype, device, threads)
+                 shape=None if shape is None else (int(shape[0]), int(shape[1])), heads=heads, kv_heads=kv_heads, dp=dp,
+                 dp_partition=dp_partition)
+    mesh = None if dp is None else (int(world_size), _args.integer("dp", dp, 1, 64))
+    pool = RankPool(fn, world_size * (mesh[1] if mesh else 1), backend, timeout, dtype, input_dtype, device, threads,
+                    mesh=mesh)
     runner = Runner(pool)
     try:
         out = run_tp_check(runner, name, cfg, claim, target, aspect_scale, world_size, max_dim, seed, max_success, max_size,
@@ -207,7 +237,7 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
                                             **scope)["diagnosis"]
     finally:
         pool.close()
-    env = dict(environment(dtype, device, input_dtype or dtype, words), world_size=int(world_size), backend=backend,
+    env = dict(environment(dtype, device, input_dtype or dtype, words), world_size=pool.world_size, dp=dp, backend=backend,
                timeout_s=float(timeout), restarts=max(0, pool.restarts - 1), strategy=strategy,
                failed_cases=len(pool.failures), slowest_failed_case_s=max(pool.failures, default=None))
     plan = [compare_with_plan(r, strategy, knobs) for r in runner.records] if strategy else []
@@ -230,7 +260,7 @@ def run_tp(fn, G, world_size=2, axis=0, heads=0, kv_heads=0, grain=1, backend="g
     spec = types.SimpleNamespace(tp=world_size, axis=axis, rows=rows, cols=cols, rule=rule, heads=heads,
                                  kv_heads=kv_heads or heads, head_dim=rows // heads if heads and axis == 0 else 0, grain=grain,
                                  fused_qkv=False, ranges=[[(p[0], p[1]) for p in rank] for rank in layout.ranks],
-                                 shapes=shapes, kernel=kernel, steps=steps, dtype=dtype, coeffs=coeffs)
+                                 shapes=shapes, kernel=kernel, steps=steps, dtype=dtype, coeffs=coeffs, dp=None)
     pool = RankPool(fn, world_size, backend, timeout, dtype, input_dtype, device)
     try:
         runner = Runner(pool)

@@ -153,6 +153,19 @@ def serve_case(dist, fn, rank, shard, spec, group, settings):
                 calls=recorder.calls, seconds=time.perf_counter() - start)
 
 
+def _mesh_groups(dist, rank, world_size, mesh, groups):
+    """On a TP x DP mesh (mesh rank d * tp + t): fn's `group` is a namespace of the whole mesh's group (mesh),
+    this rank's TP group (tp: the tp ranks of its DP index) and DP group (dp: the dp ranks of its TP index);
+    at tp = 1 all three are rank 0's group of one. Every rank creates every group, in the same order."""
+    import types
+    tp, dp = mesh
+    tp_groups = [dist.new_group([d * tp + t for t in range(tp)]) for d in range(dp)]
+    dp_groups = [dist.new_group([d * tp + t for d in range(dp)]) for t in range(tp)]
+    one = groups[1]
+    return {world_size: types.SimpleNamespace(mesh=groups[world_size], tp=tp_groups[rank // tp], dp=dp_groups[rank % tp]),
+            1: types.SimpleNamespace(mesh=one, tp=one, dp=one)}
+
+
 def main(rank, world_size, port, conn, caller, settings, fn_ref):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
@@ -172,6 +185,8 @@ def main(rank, world_size, port, conn, caller, settings, fn_ref):
                                 world_size=world_size,
                                 timeout=datetime.timedelta(seconds=max(120.0, 4 * settings["timeout"])))
         groups = {world_size: dist.new_group(list(range(world_size))), 1: dist.new_group([0])}
+        if settings.get("mesh"):
+            groups = _mesh_groups(dist, rank, world_size, settings["mesh"], groups)
     except Exception as e:  # noqa: BLE001 - reported to the pool, which raises it
         conn.send(dict(kind="failed to start", message=f"{type(e).__name__}: {e}"))
         os._exit(1)
