@@ -99,6 +99,9 @@ json mesh_summary_of(const MeshAudit& m) {
           {"fastest_bit_identical_step_time_s", m.fastest_bit_identical_step ? m.step(*m.fastest_bit_identical_step).step_time_s : 0.0},
           {"dp_gather_gather_step_time_s", step_s(DpStage::dp_gather, Strategy::gather)},
           {"dp_gather_shard_step_time_s", step_s(DpStage::dp_gather, Strategy::shard)},
+          {"mesh_shard_step_time_s", m.step({DpStage::mesh, Strategy::shard}).applies_to_every_matrix
+                                         ? json(step_s(DpStage::mesh, Strategy::shard))
+                                         : json(nullptr)},
           {"owner_load", loads},
           {"matrices_per_layer", m.params.size()},
           {"block_matrices", block_applies}};

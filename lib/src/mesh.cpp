@@ -75,9 +75,14 @@ Range MeshLayout::piece_rows(int t, int d) const {
   return {p.begin / c, p.end / c};
 }
 
+std::pair<std::int64_t, std::int64_t> MeshLayout::block_shape(int m) const {
+  return {piece_rows(tp_rank(m), dp_rank(m)).size(), shard_shape(tp_rank(m)).second};
+}
+
 std::vector<std::int64_t> MeshLayout::piece_shape(int m) const {
   if (partition == DpPartition::zero) return {piece(m).size()};
-  return {piece_rows(tp_rank(m), dp_rank(m)).size(), shard_shape(tp_rank(m)).second};
+  const auto [rows, cols] = block_shape(m);
+  return {rows, cols};
 }
 
 MeshLayout mesh_layout(const Layout& tp, std::int64_t rows, std::int64_t cols, int dp, DpPartition partition) {

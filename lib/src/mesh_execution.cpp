@@ -34,6 +34,23 @@ std::pair<std::int64_t, std::int64_t> block_shape(const Layout& composed, const 
   return composed.axis == 0 ? std::pair{w, m.cols} : std::pair{m.rows, w};
 }
 
+// mesh+shard: NS of each hosted rank's block, the non-empty ones in one batch (as `shard` runs them).
+void run_blocks(const Backend& b, const MeshMatrix& mm, const NsConfig& cfg, Communicator& comm, std::vector<MatD>& out) {
+  const MeshLayout& m = mm.layout;
+  Batch blocks;
+  std::vector<int> holding;
+  for (int r : comm.hosted_ranks()) {
+    const MatD& piece = mm.pieces[static_cast<std::size_t>(r)];
+    out[static_cast<std::size_t>(r)] = piece;
+    if (piece.size() == 0) continue;
+    const auto [rows, cols] = m.block_shape(r);
+    blocks.push_back(Eigen::Map<const MatD>(piece.data(), rows, cols));
+    holding.push_back(r);
+  }
+  const Batch results = b.newton_schulz(blocks, cfg);
+  for (std::size_t k = 0; k < holding.size(); ++k) out[static_cast<std::size_t>(holding[k])] = flattened(results[k]);
+}
+
 // `mesh`: the TP strategy over the whole mesh, every rank's piece read as its block.
 void run_on_mesh(MeshStrategy s, const Backend& b, const MeshMatrix& mm, const NsConfig& cfg, const StrategyOptions& opt,
                  Communicator& comm, std::vector<MatD>& out) {
@@ -177,7 +194,12 @@ MeshRun run_mesh_strategy(MeshStrategy s, const Backend& b, const MeshMatrix& mm
   MeshPlan plan = plan_mesh_strategy(s, m, mm.head_dim, cfg, opt, dp_owner);  // validates; throws if inapplicable
   std::vector<MatD> out(static_cast<std::size_t>(m.size()));
   switch (s.stage) {
-    case DpStage::mesh: run_on_mesh(s, b, mm, cfg, opt, *comms.mesh, out); break;
+    case DpStage::mesh:
+      if (is_block_ns(s))
+        run_blocks(b, mm, cfg, *comms.mesh, out);
+      else
+        run_on_mesh(s, b, mm, cfg, opt, *comms.mesh, out);
+      break;
     case DpStage::dp_gather: run_dp_gather(s, b, mm, cfg, opt, comms, out); break;
     case DpStage::dp_owner: run_dp_owner(s, b, mm, cfg, opt, dp_owner, comms, out); break;
   }

@@ -95,6 +95,16 @@ MeshPlan plan_over_dp(MeshStrategy s, const MeshLayout& m, std::int64_t head_dim
   return p;
 }
 
+// NS of each rank's block: no communication.
+StrategyPlan plan_blocks(MeshStrategy s, const MeshLayout& m, const NsConfig& cfg) {
+  StrategyPlan p = detail::empty_plan(s.tp, m.size());
+  for (int r = 0; r < m.size(); ++r) {
+    const auto [rows, cols] = m.block_shape(r);
+    if (m.piece(r).size() > 0) p.flops[static_cast<std::size_t>(r)] = ns_flops(cfg, rows, cols);
+  }
+  return p;
+}
+
 }  // namespace
 
 std::string_view dp_stage_name(DpStage s) { return stage_record(s).name; }
@@ -118,12 +128,16 @@ MeshStrategy parse_mesh_strategy(std::string_view name) {
                                           strategy_names() + ", got '" + std::string(name) + "'");
 }
 
+bool is_block_ns(MeshStrategy s) { return s == MeshStrategy{DpStage::mesh, Strategy::shard}; }
+
 std::optional<Layout> tp_stage_layout(MeshStrategy s, const MeshLayout& m, std::string* why) {
   if (s.stage == DpStage::mesh) return composed_layout(m, why);
   return m.tp;
 }
 
 std::string mesh_inapplicable_reason(MeshStrategy s, const MeshLayout& m, std::int64_t head_dim) {
+  if (is_block_ns(s))
+    return m.rectangular() ? "" : "a ZeRO piece cuts a row of its shard, so the blocks are not matrices; gather over DP first (dp_gather, dp_owner)";
   std::string why;
   const std::optional<Layout> layout = tp_stage_layout(s, m, &why);
   if (!layout) return why;
@@ -131,6 +145,13 @@ std::string mesh_inapplicable_reason(MeshStrategy s, const MeshLayout& m, std::i
 }
 
 Promise mesh_promise_on(MeshStrategy s, const MeshLayout& m) {
+  if (is_block_ns(s)) {
+    if (!m.rectangular()) return Promise::none;
+    // NS of each block is NS of the whole where every block that holds something is the whole matrix.
+    for (int r = 0; r < m.size(); ++r)
+      if (m.piece(r).size() > 0 && m.piece(r).size() != m.rows * m.cols) return Promise::none;
+    return Promise::bit_identical;
+  }
   const std::optional<Layout> layout = tp_stage_layout(s, m);
   return layout ? promise_on(s.tp, *layout) : Promise::none;
 }
@@ -142,6 +163,7 @@ MeshPlan plan_mesh_strategy(MeshStrategy s, const MeshLayout& m, std::int64_t he
                                        std::to_string(dp_owner));
   if (const std::string why = mesh_inapplicable_reason(s, m, head_dim); !why.empty())
     throw std::invalid_argument(mesh_strategy_name(s) + " does not apply: " + why);
+  if (is_block_ns(s)) return {s, plan_blocks(s, m, cfg)};
   if (s.stage == DpStage::mesh)
     return {s, plan_strategy(s.tp, *composed_layout(m), m.rows, m.cols, head_dim, cfg, opt)};
   return plan_over_dp(s, m, head_dim, cfg, opt, dp_owner);

@@ -8,7 +8,8 @@
 //                  composed layout's blocks are the pieces.
 //   MS1 (exact)    a dp_gather or dp_owner strategy (any owning index) equals its TP strategy run
 //                  on the TP layout alone, bit for bit, every rank's piece: TP's semantics apply.
-//                  The mesh stage equals its TP strategy on the composed layout.
+//                  The mesh stage equals its TP strategy on the composed layout; mesh+shard equals
+//                  NS of each block (FSDP2 grids of a column split included).
 //   MS2 (exact)    every mesh strategy whose promise on the case is bit-identical equals its
 //                  target (NS of the whole, or per-head NS) bit for bit.
 //   MS3 (bounded)  the Gram all-reduces across both axes at fp32 stay within S5's bound 2 S + N1
@@ -50,6 +51,19 @@ std::vector<MatD> one_axis_pieces(Strategy s, const MatD& g, const MeshLayout& m
   const StrategyRun run = run_strategy(s, backend(), shard_matrix(g, m.tp, head_dim), cfg);
   std::vector<MatD> out;
   for (int r = 0; r < m.size(); ++r) out.push_back(flat_piece(run.outputs[static_cast<std::size_t>(m.tp_rank(r))], m.piece(r)));
+  return out;
+}
+
+// NS of every mesh rank's block, one at a time (empty pieces kept as they are).
+std::vector<MatD> blockwise_ns(const MatD& g, const MeshLayout& m, const NsConfig& cfg) {
+  std::vector<MatD> out = split_mesh(g, m);
+  for (int r = 0; r < m.size(); ++r) {
+    MatD& piece = out[static_cast<std::size_t>(r)];
+    if (piece.size() == 0) continue;
+    const auto [rows, cols] = m.block_shape(r);
+    const MatD ns = newton_schulz(backend(), MatD(Eigen::Map<const MatD>(piece.data(), rows, cols)), cfg);
+    piece = Eigen::Map<const MatD>(ns.data(), 1, ns.size());
+  }
   return out;
 }
 
@@ -134,7 +148,9 @@ NSV_PROPERTY(MS1_MS2_dp_stages_keep_tp_semantics_and_exact_promises_hold_bit_for
     if (!mesh_inapplicable_reason(s, m, c.head_dim()).empty()) continue;
     const std::string name = mesh_strategy_name(s);
     const MeshRun run = run_mesh_strategy(s, backend(), mm, cfg, {}, owner);
-    if (s.stage != DpStage::mesh)
+    if (is_block_ns(s))
+      assert_pieces_identical(run.pieces, blockwise_ns(g, m, cfg), name + " against NS of each block");
+    else if (s.stage != DpStage::mesh)
       assert_pieces_identical(run.pieces, one_axis_pieces(s.tp, g, m, c.head_dim(), cfg), name + " against " + std::string(strategy_name(s.tp)) + " on the TP layout");
     else
       assert_pieces_identical(run.pieces,

@@ -52,8 +52,10 @@ struct MeshLayout {
   bool rectangular() const;
   // The rows of shard t that DP rank d holds (requires rectangular()).
   Range piece_rows(int t, int d) const;
-  // The shape of the tensor a framework holds for mesh rank r's piece: ZeRO's flat (n), FSDP2's
-  // block (rows, the shard's cols).
+  // Mesh rank r's piece as the matrix it is (its rows of the shard x the shard's cols; requires
+  // rectangular()), and the shape of the tensor a framework holds for it: ZeRO's flat (n), FSDP2's
+  // block.
+  std::pair<std::int64_t, std::int64_t> block_shape(int mesh_rank) const;
   std::vector<std::int64_t> piece_shape(int mesh_rank) const;
 };
 

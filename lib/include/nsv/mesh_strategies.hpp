@@ -1,8 +1,9 @@
 #pragma once
 // Orthogonalizing a matrix held on a TP x DP mesh (mesh.hpp), issue 30. A mesh strategy is a DP
 // stage followed by a TP strategy (strategy.hpp), one record per stage:
-//   mesh       the mesh as one group of tp * dp ranks, each holding its 2-D block (composed_layout):
-//              mesh+shard is NS of each block (what combining FSDP/ZeRO with TP naively does),
+//   mesh       the mesh as one group of tp * dp ranks, each holding its 2-D block: mesh+shard is
+//              NS of each block (what combining FSDP/ZeRO with TP naively does; any blocks that are
+//              matrices, a grid included), and on the composed layout (blocks that tile one axis)
 //              mesh+gram_allreduce the Gram all-reduce across both axes, mesh+gather/owner a
 //              gather to every rank / to one rank of the whole mesh.
 //   dp_gather  an all-gather over each DP group restores every TP shard on each of its DP ranks;
@@ -46,8 +47,10 @@ std::string mesh_strategy_name(MeshStrategy);  // "<stage>+<tp strategy>", e.g. 
 // Throws nsv::InvalidField naming `mesh_strategy` and the allowed forms.
 MeshStrategy parse_mesh_strategy(std::string_view);
 
+// mesh+shard: NS of each rank's block, which needs no layout, only blocks that are matrices.
+bool is_block_ns(MeshStrategy);
 // The layout the TP strategy runs on: composed_layout for `mesh` (nullopt when it has none), the
-// TP layout otherwise.
+// TP layout otherwise (mesh+shard runs on the blocks themselves).
 std::optional<Layout> tp_stage_layout(MeshStrategy, const MeshLayout&, std::string* why = nullptr);
 // Empty when the strategy applies, otherwise why not and what to use instead.
 std::string mesh_inapplicable_reason(MeshStrategy, const MeshLayout&, std::int64_t head_dim);
