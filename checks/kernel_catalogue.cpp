@@ -66,6 +66,14 @@ MatD reference_output(const KernelUnderTest& impl, const MatD& x, const NsConfig
   return impl.is_reference() ? output : props::ns(x, cfg);
 }
 
+// The same for two inputs of one configuration, the reference's runs side by side (ns_batch).
+std::pair<MatD, MatD> reference_outputs(const KernelUnderTest& impl, const MatD& x1, const MatD& out1, const MatD& x2,
+                                        const MatD& out2, const NsConfig& cfg) {
+  if (impl.is_reference()) return {out1, out2};
+  Batch runs = props::ns_batch({x1, x2}, cfg);
+  return {std::move(runs[0]), std::move(runs[1])};
+}
+
 bool is_zero(const MatD& m) { return (m.array() == 0.0).all(); }
 
 // The dtype whose ULPs describe a change of the caller's buffer (float32 arrays, float64 for fp64).
@@ -144,8 +152,8 @@ void batched_matches_loop_within_rounding(const KernelUnderTest& impl, const Ker
   for (std::size_t i = 0; i < ms.size(); ++i) {
     const MatD& g = ms[i].values;
     const MatD alone = impl.run(g, cfg);
-    if (props::outside_the_premise(g, cfg, {{out[i], reference_output(impl, g, cfg, out[i])},
-                                            {alone, reference_output(impl, g, cfg, alone)}}))
+    const MatD reference = reference_output(impl, g, cfg, out[i]);  // one input: one run judges both outputs
+    if (props::outside_the_premise(g, cfg, {{out[i], reference}, {alone, impl.is_reference() ? alone : reference}}))
       continue;
     assert_within("||matrix " + std::to_string(i) + " of the batched call - NS of it alone|| / ||NS(G)||",
                   props::distance_relative_to_the_map(out[i], alone, g, cfg),
@@ -366,9 +374,8 @@ void positive_scaling(const KernelUnderTest& impl, const KernelDomain& d) {
   const double predicted = eps_effect(xhat, s * norm / (s * norm + cfg.eps), norm / (norm + cfg.eps), cfg);
   RC_LOG() << "s = " << exact(s) << ", predicted eps effect " << predicted << '\n';
   const MatD of_scaled = impl.run(scaled, cfg), of_plain = impl.run(g.values, cfg);
-  if (props::outside_the_premise(g.values, cfg, {{of_scaled, reference_output(impl, scaled, cfg, of_scaled)},
-                                                 {of_plain, reference_output(impl, g.values, cfg, of_plain)}}))
-    return;
+  const auto [ref_scaled, ref_plain] = reference_outputs(impl, scaled, of_scaled, g.values, of_plain, cfg);
+  if (props::outside_the_premise(g.values, cfg, {{of_scaled, ref_scaled}, {of_plain, ref_plain}})) return;
   const props::Tolerance& tol = props::tolerance(props::Claim::scaling, cfg.kernel, cfg.dtype);
   // measured <= predicted + bound, written so that the recorded ratio is the rounding part's
   assert_within("||NS(sG) - NS(G)|| / ||NS(G)|| - predicted eps effect (s = " + exact(s) + ")",
@@ -387,9 +394,8 @@ void orthogonal_equivariance(const KernelUnderTest& impl, const KernelDomain& d)
   const auto rotate = [&](const MatD& m) { return u.times(v.times_from_the_right_transposed(m)); };
   const MatD rotated = rotate(g.values);
   const MatD plain = impl.run(g.values, cfg), of_rotated = impl.run(rotated, cfg);
-  if (props::outside_the_premise(g.values, cfg, {{plain, reference_output(impl, g.values, cfg, plain)},
-                                                 {of_rotated, reference_output(impl, rotated, cfg, of_rotated)}}))
-    return;
+  const auto [ref_plain, ref_rotated] = reference_outputs(impl, g.values, plain, rotated, of_rotated, cfg);
+  if (props::outside_the_premise(g.values, cfg, {{plain, ref_plain}, {of_rotated, ref_rotated}})) return;
   const props::Tolerance& tol = props::tolerance(props::Claim::orthogonal_equivariance, cfg.kernel, cfg.dtype);
   assert_within("||NS(U G V^T) - U NS(G) V^T|| / ||NS(G)||", props::distance_relative_to_the_map(of_rotated, rotate(plain), g.values, cfg),
                 tol.bound(props::rounding_bound(g.values, cfg) + props::rounding_bound(rotated, cfg) +
@@ -407,9 +413,8 @@ void permutation_equivariance(const KernelUnderTest& impl, const KernelDomain& d
   const auto cols = *props::permutations(g.values.cols());
   const MatD input = props::permuted(g.values, rows, cols);
   const MatD plain = impl.run(g.values, cfg), actual = impl.run(input, cfg);
-  if (props::outside_the_premise(g.values, cfg, {{plain, reference_output(impl, g.values, cfg, plain)},
-                                                 {actual, reference_output(impl, input, cfg, actual)}}))
-    return;
+  const auto [ref_plain, ref_permuted] = reference_outputs(impl, g.values, plain, input, actual, cfg);
+  if (props::outside_the_premise(g.values, cfg, {{plain, ref_plain}, {actual, ref_permuted}})) return;
   const MatD expected = props::permuted(plain, rows, cols);
   RC_CLASSIFY(compare_bits(actual, expected, cfg.dtype).identical, "bit-identical");
   const props::Tolerance& tol = props::tolerance(props::Claim::permutation_equivariance, cfg.kernel, cfg.dtype);
@@ -538,13 +543,13 @@ void agreement_with_reference(const KernelUnderTest& impl, const KernelDomain& d
   const auto cols = *rc::gen::container<std::vector<std::vector<Eigen::Index>>>(2, props::permutations(shape.cols));
   const MatD yours = impl.run(g.values, cfg);
   note_matrix("output", yours);
-  const MatD oracle = props::ns(g.values, props::oracle_config(cfg));
+  // The float64 oracle and the reference's run side by side (ns_side_by_side: each its own bits).
+  const auto [oracle, ours] = props::ns_side_by_side(g.values, props::oracle_config(cfg), g.values, cfg);
   if (is_zero(oracle)) {
     ++case_log().checked;
     if (!is_zero(yours)) fail_bits("NS(G) and the reference's exact zero", yours, oracle, cfg.dtype);
     return;
   }
-  const MatD ours = props::ns(g.values, cfg);
   note_matrix("reference", ours);
   if (props::outside_the_premise(g.values, cfg, {{yours, ours}})) return;
   if (cfg.dtype == DType::fp64) {
@@ -555,11 +560,14 @@ void agreement_with_reference(const KernelUnderTest& impl, const KernelDomain& d
   }
   const bool scaled_fp32 = cfg.dtype != DType::fp32 && cfg.accumulate == Accumulate::fp32;
   const NsConfig own_cfg = scaled_fp32 ? props::with_dtype(cfg, DType::fp32) : cfg;
-  double s = props::own_error(g.values, own_cfg);
-  for (std::size_t k = 0; k < 2; ++k) {
-    const MatD gp = props::permuted(g.values, rows[k], cols[k]);
-    s = std::max(s, rel_diff(props::ns(gp, own_cfg), props::permuted(oracle, rows[k], cols[k])));
-  }
+  // S: the own error of the configuration own_cfg on G and on two permutations of it, against the
+  // oracle (own_cfg's oracle is cfg's: with_dtype changes the dtype only). Where own_cfg is cfg, its
+  // run on G is `ours`; the others run side by side.
+  Batch inputs = {props::permuted(g.values, rows[0], cols[0]), props::permuted(g.values, rows[1], cols[1])};
+  if (scaled_fp32) inputs.push_back(g.values);
+  const Batch runs = props::ns_batch(inputs, own_cfg);
+  double s = rel_diff(scaled_fp32 ? runs[2] : ours, oracle);
+  for (std::size_t k = 0; k < 2; ++k) s = std::max(s, rel_diff(runs[k], props::permuted(oracle, rows[k], cols[k])));
   const double factor = scaled_fp32 ? unit_roundoff(cfg.dtype) / unit_roundoff(DType::fp32) : 1.0;
   const props::Tolerance& tol = props::tolerance(scaled_fp32 ? props::Claim::golden_bf16 : props::Claim::golden_fp32, cfg.kernel,
                                                  scaled_fp32 ? DType::bf16 : DType::fp32);

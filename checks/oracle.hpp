@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <iomanip>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nsv/backend.hpp"
@@ -31,6 +33,34 @@ inline const Backend& cpu() {
 
 inline MatD ns(const MatD& g, const NsConfig& cfg) { return newton_schulz(cpu(), g, cfg); }
 
+// Independent reference runs side by side, each on its own OpenMP thread with OpenBLAS pinned to
+// one, so each has the bits it has alone (the reference's K10 and K7-bitwise claims, checked in the
+// gate) in a fraction of the wall time: a batch of one configuration, or two configurations (the
+// float64 oracle beside a narrower run). An exception inside a run is rethrown on the caller's thread.
+inline Batch ns_batch(const Batch& inputs, const NsConfig& cfg) { return cpu().newton_schulz(inputs, cfg); }
+inline std::pair<MatD, MatD> ns_side_by_side(const MatD& a, const NsConfig& ca, const MatD& b, const NsConfig& cb) {
+  MatD ra, rb;
+  std::exception_ptr failed[2];
+#pragma omp parallel sections num_threads(2)
+  {
+#pragma omp section
+    try {
+      ra = ns(a, ca);
+    } catch (...) {
+      failed[0] = std::current_exception();
+    }
+#pragma omp section
+    try {
+      rb = ns(b, cb);
+    } catch (...) {
+      failed[1] = std::current_exception();
+    }
+  }
+  for (const auto& f : failed)
+    if (f) std::rethrow_exception(f);
+  return {std::move(ra), std::move(rb)};
+}
+
 inline NsConfig with_dtype(NsConfig cfg, DType d) {
   cfg.dtype = d;
   if (d == DType::fp64) cfg.accumulate = Accumulate::fp32;  // fp64 accumulates in fp64
@@ -42,8 +72,6 @@ inline NsConfig with_kernel(NsConfig cfg, Kernel k) {
 }
 inline NsConfig oracle_config(const NsConfig& cfg) { return with_dtype(cfg, DType::fp64); }
 
-// rel_diff(NS_dtype(g), NS_fp64(g)): how far the configured computation is from its own map.
-inline double own_error(const MatD& g, const NsConfig& cfg) { return rel_diff(ns(g, cfg), ns(g, oracle_config(cfg))); }
 
 // The scalar map NS applies to each normalized singular value: p_k(x) = a x + b x^3 + c x^5 for
 // the schedule's step k (scalar_step, nsv/schedule_theory.hpp), composed over the steps.
