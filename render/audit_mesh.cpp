@@ -86,6 +86,9 @@ json mesh_audit_json(const MeshAudit& m) {
 std::string mesh_audit_markdown(const MeshAudit& m) {
   std::string out = fmt::format("### TP x DP: tp {} x dp {}, {} partition of each TP shard\n\n", m.tp, m.dp,
                                 m.partition == DpPartition::zero ? "ZeRO's flat" : "FSDP2's row");
+  out += "A mesh strategy is a DP stage, then a TP strategy (mesh rank d * tp + t):\n\n";
+  for (DpStage stage : kAllDpStages) out += fmt::format("- `{}+S`: {}\n", dp_stage_name(stage), dp_stage_summary(stage));
+  out += "\n";
   out += "| matrix | shape | cheapest bit-identical | its time | cheapest exact | its time | NS of each 2-D block (mesh+shard) |\n";
   out += "|---|---|---|---|---|---|---|\n";
   for (const MeshParamAudit& pa : m.params)

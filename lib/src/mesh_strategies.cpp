@@ -121,13 +121,6 @@ std::string mesh_strategy_name(MeshStrategy s) {
   return std::string(dp_stage_name(s.stage)) + "+" + std::string(strategy_name(s.tp));
 }
 
-MeshStrategy parse_mesh_strategy(std::string_view name) {
-  for (const MeshStrategy& s : all_mesh_strategies())
-    if (mesh_strategy_name(s) == name) return s;
-  throw InvalidField("mesh_strategy", "must be <stage>+<strategy> with a stage of mesh, dp_gather, dp_owner and a strategy of " +
-                                          strategy_names() + ", got '" + std::string(name) + "'");
-}
-
 bool is_block_ns(MeshStrategy s) { return s == MeshStrategy{DpStage::mesh, Strategy::shard}; }
 
 std::optional<Layout> tp_stage_layout(MeshStrategy s, const MeshLayout& m, std::string* why) {

@@ -44,8 +44,6 @@ struct MeshStrategy {
 // Every stage with every TP strategy, stage-major.
 std::vector<MeshStrategy> all_mesh_strategies();
 std::string mesh_strategy_name(MeshStrategy);  // "<stage>+<tp strategy>", e.g. "dp_owner+gather"
-// Throws nsv::InvalidField naming `mesh_strategy` and the allowed forms.
-MeshStrategy parse_mesh_strategy(std::string_view);
 
 // mesh+shard: NS of each rank's block, which needs no layout, only blocks that are matrices.
 bool is_block_ns(MeshStrategy);
