@@ -78,7 +78,7 @@ void add_audit_command(CLI::App& app) {
   cmd->add_option("--tp", st->tp, "tensor-parallel degree")->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--dp", st->dp,
                   "data-parallel degree of a TP x DP mesh: above 1, the mesh strategies (DP stage + TP strategy), their "
-                  "per-rank costs and the owner-over-DP load balance are added")
+                  "per-rank costs and the owner-over-DP load balance are added (at most 65536 ranks: tp x dp)")
       ->check(CLI::Range(1, 16384))->capture_default_str();
   cmd->add_option("--dp-partition", st->dp_partition,
                   "how DP partitions each TP shard: " + choices_text<DpPartition>(" | ", true))
