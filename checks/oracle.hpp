@@ -37,11 +37,23 @@ inline MatD ns(const MatD& g, const NsConfig& cfg) { return newton_schulz(cpu(),
 // one, so each has the bits it has alone (the reference's K10 and K7-bitwise claims, checked in the
 // gate) in a fraction of the wall time: a batch of one configuration, or two configurations (the
 // float64 oracle beside a narrower run). An exception inside a run is rethrown on the caller's thread.
-inline Batch ns_batch(const Batch& inputs, const NsConfig& cfg) { return cpu().newton_schulz(inputs, cfg); }
+// Only runs of at least kSideBySideMinElements go side by side: below, an OpenMP team's start and
+// join outweigh the run, and on a loaded machine they can cost a scheduler time slice each, which
+// the thousands of small runs of a shrinking counterexample would pay (measured: a 5 s shrink
+// budget ran out on 17 x 16 inputs while another test held both cores). The bits are the same
+// either way.
+inline constexpr Eigen::Index kSideBySideMinElements = Eigen::Index{1} << 16;  // 256 x 256
+inline Batch ns_batch(const Batch& inputs, const NsConfig& cfg) {
+  const bool large = std::all_of(inputs.begin(), inputs.end(), [](const MatD& x) { return x.size() >= kSideBySideMinElements; });
+  if (large) return cpu().newton_schulz(inputs, cfg);
+  Batch out;
+  for (const MatD& x : inputs) out.push_back(ns(x, cfg));
+  return out;
+}
 inline std::pair<MatD, MatD> ns_side_by_side(const MatD& a, const NsConfig& ca, const MatD& b, const NsConfig& cb) {
   MatD ra, rb;
   std::exception_ptr failed[2];
-#pragma omp parallel sections num_threads(2)
+#pragma omp parallel sections num_threads(2) if (a.size() >= kSideBySideMinElements && b.size() >= kSideBySideMinElements)
   {
 #pragma omp section
     try {
