@@ -68,7 +68,9 @@ bool MeshLayout::rectangular() const {
 
 Range MeshLayout::piece_rows(int t, int d) const {
   const auto [r, c] = shard_shape(t);
-  if (partition == DpPartition::fsdp) return ceil_chunks(r, dp).at(static_cast<std::size_t>(d));
+  // FSDP2 deals rows; so is a shard without columns dealt, whose flat pieces are all empty and so
+  // name no rows (with dp = 1 its one block is the whole shard, rows x 0).
+  if (partition == DpPartition::fsdp || c == 0) return ceil_chunks(r, dp).at(static_cast<std::size_t>(d));
   const Range& p = pieces.at(static_cast<std::size_t>(t)).at(static_cast<std::size_t>(d));
   if (p.size() == 0) return {0, 0};
   if (p.begin % c != 0 || p.end % c != 0) throw std::logic_error("piece_rows: the piece cuts a row");
@@ -139,20 +141,19 @@ MatD shard_from_flat(const MatD& concatenation, std::int64_t rows, std::int64_t 
   return Eigen::Map<const MatD>(concatenation.data(), rows, cols);
 }
 
-std::vector<MatD> split_mesh(const MatD& g, const MeshLayout& m) {
-  if (g.rows() != m.rows || g.cols() != m.cols)
-    throw std::invalid_argument("split_mesh: a " + shape_text(g.rows(), g.cols()) + " matrix on a mesh layout of " +
-                                shape_text(m.rows, m.cols));
-  const std::vector<MatD> shards = split(g, m.tp);
+std::vector<MatD> pieces_of_shards(const std::vector<MatD>& shards, const MeshLayout& m) {
+  if (static_cast<int>(shards.size()) != m.tp_size())
+    throw std::invalid_argument("pieces_of_shards: " + std::to_string(shards.size()) + " shards for " + std::to_string(m.tp_size()) +
+                                " TP ranks");
   std::vector<MatD> pieces;
   for (int r = 0; r < m.size(); ++r) pieces.push_back(flat_piece(shards[static_cast<std::size_t>(m.tp_rank(r))], m.piece(r)));
   return pieces;
 }
 
-MatD assemble_mesh(const std::vector<MatD>& pieces, const MeshLayout& m) {
+std::vector<MatD> shards_from_pieces(const std::vector<MatD>& pieces, const MeshLayout& m) {
   if (static_cast<int>(pieces.size()) != m.size())
-    throw std::invalid_argument("assemble_mesh: " + std::to_string(pieces.size()) + " pieces for a mesh of " + std::to_string(m.size()) +
-                                " ranks");
+    throw std::invalid_argument("shards_from_pieces: " + std::to_string(pieces.size()) + " pieces for a mesh of " +
+                                std::to_string(m.size()) + " ranks");
   std::vector<MatD> shards;
   for (int t = 0; t < m.tp_size(); ++t) {
     const auto [r, c] = m.shard_shape(t);
@@ -161,13 +162,22 @@ MatD assemble_mesh(const std::vector<MatD>& pieces, const MeshLayout& m) {
       const MatD& p = pieces[static_cast<std::size_t>(m.mesh_rank(t, d))];
       const Range& where = m.pieces[static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
       if (p.size() != where.size())
-        throw std::invalid_argument("assemble_mesh: mesh rank " + std::to_string(m.mesh_rank(t, d)) + " holds " +
+        throw std::invalid_argument("shards_from_pieces: mesh rank " + std::to_string(m.mesh_rank(t, d)) + " holds " +
                                     std::to_string(p.size()) + " elements, its piece is " + std::to_string(where.size()));
       flat.middleCols(where.begin, where.size()) = Eigen::Map<const MatD>(p.data(), 1, p.size());
     }
     shards.push_back(shard_from_flat(flat, r, c));
   }
-  return assemble(shards, m.tp);
+  return shards;
 }
+
+std::vector<MatD> split_mesh(const MatD& g, const MeshLayout& m) {
+  if (g.rows() != m.rows || g.cols() != m.cols)
+    throw std::invalid_argument("split_mesh: a " + shape_text(g.rows(), g.cols()) + " matrix on a mesh layout of " +
+                                shape_text(m.rows, m.cols));
+  return pieces_of_shards(split(g, m.tp), m);
+}
+
+MatD assemble_mesh(const std::vector<MatD>& pieces, const MeshLayout& m) { return assemble(shards_from_pieces(pieces, m), m.tp); }
 
 }  // namespace nsv

@@ -28,12 +28,6 @@ MatD concatenate_flat(const std::vector<MatD>& pieces) {
 
 MatD flattened(const MatD& block) { return Eigen::Map<const MatD>(block.data(), 1, block.size()); }
 
-// The block of composed rank r (axis-0 composed layouts: whole rows; a dp = 1 mesh: the TP shard).
-std::pair<std::int64_t, std::int64_t> block_shape(const Layout& composed, const MeshLayout& m, int r) {
-  const std::int64_t w = composed.width(r);
-  return composed.axis == 0 ? std::pair{w, m.cols} : std::pair{m.rows, w};
-}
-
 // mesh+shard: NS of each hosted rank's block, the non-empty ones in one batch (as `shard` runs them).
 void run_blocks(const Backend& b, const MeshMatrix& mm, const NsConfig& cfg, Communicator& comm, std::vector<MatD>& out) {
   const MeshLayout& m = mm.layout;
@@ -58,7 +52,7 @@ void run_on_mesh(MeshStrategy s, const Backend& b, const MeshMatrix& mm, const N
   const Layout layout = *composed_layout(m);
   ShardedMatrix sm{std::vector<MatD>(static_cast<std::size_t>(m.size())), layout, mm.head_dim};
   for (int r : comm.hosted_ranks()) {
-    const auto [rows, cols] = block_shape(layout, m, r);
+    const auto [rows, cols] = m.block_shape(r);
     const MatD& piece = mm.pieces[static_cast<std::size_t>(r)];
     if (piece.size() != rows * cols) throw std::invalid_argument("run_mesh_strategy: mesh rank " + std::to_string(r) + "'s piece has the wrong size");
     sm.shards[static_cast<std::size_t>(r)] = Eigen::Map<const MatD>(piece.data(), rows, cols);

@@ -66,7 +66,7 @@ class UserTpUpdate final : public checks::TpUnderTest {
     py::list in;
     if (!t.dp) return results(call(shards, t, cfg, in), shards.size());
     const MeshLayout m = t.mesh();
-    return shards_from_pieces(m, mesh_results(call_on_mesh(m, shards, t, cfg, in), m));
+    return shards_from_pieces(mesh_results(call_on_mesh(m, shards, t, cfg, in), m), m);
   }
 
   // The arrays fn was handed, read back after the call; a result aliases its shard when numpy says
@@ -99,11 +99,10 @@ class UserTpUpdate final : public checks::TpUnderTest {
   // fn(pieces, spec) on a mesh: every mesh rank's piece of its TP shard, in its piece_shape.
   py::object call_on_mesh(const MeshLayout& m, const std::vector<MatD>& shards, const TpCase& t, const NsConfig& cfg,
                           py::list& in) const {
+    const std::vector<MatD> pieces = pieces_of_shards(shards, m);
     return call_user_code([&] {
-      for (int r = 0; r < m.size(); ++r) {
-        const MatD piece = flat_piece(shards[static_cast<std::size_t>(m.tp_rank(r))], m.piece(r));
-        in.append(matrix_to_array(piece, float64_).attr("reshape")(py::cast(m.piece_shape(r))));
-      }
+      for (int r = 0; r < m.size(); ++r)
+        in.append(matrix_to_array(pieces[static_cast<std::size_t>(r)], float64_).attr("reshape")(py::cast(m.piece_shape(r))));
       return fn_(in, spec_of(t, cfg));
     });
   }
@@ -113,7 +112,7 @@ class UserTpUpdate final : public checks::TpUnderTest {
   checks::ObservedTpCall observed_on_mesh(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg, py::list& in) const {
     const MeshLayout m = t.mesh();
     const py::object result = call_on_mesh(m, shards, t, cfg, in);
-    checks::ObservedTpCall observed{shards_from_pieces(m, mesh_results(result, m)), {},
+    checks::ObservedTpCall observed{shards_from_pieces(mesh_results(result, m), m), {},
                                     std::vector<bool>(static_cast<std::size_t>(m.tp_size()), false)};
     std::vector<MatD> after;
     for (int r = 0; r < m.size(); ++r) {
@@ -121,7 +120,7 @@ class UserTpUpdate final : public checks::TpUnderTest {
       if (aliases(result.cast<py::sequence>()[static_cast<std::size_t>(r)], in[static_cast<std::size_t>(r)]))
         observed.output_aliases_shard[static_cast<std::size_t>(m.tp_rank(r))] = true;
     }
-    observed.shards_after = shards_from_pieces(m, after);
+    observed.shards_after = shards_from_pieces(after, m);
     return observed;
   }
 
@@ -158,21 +157,6 @@ class UserTpUpdate final : public checks::TpUnderTest {
       }
     }
     return out;
-  }
-
-  // Every TP shard from its mesh ranks' pieces (1 x n rows, in DP order).
-  static std::vector<MatD> shards_from_pieces(const MeshLayout& m, const std::vector<MatD>& pieces) {
-    std::vector<MatD> shards;
-    for (int t = 0; t < m.tp_size(); ++t) {
-      const auto [rows, cols] = m.shard_shape(t);
-      MatD flat(1, rows * cols);
-      for (int d = 0; d < m.dp; ++d) {
-        const Range& where = m.pieces[static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
-        flat.middleCols(where.begin, where.size()) = pieces[static_cast<std::size_t>(m.mesh_rank(t, d))];
-      }
-      shards.push_back(shard_from_flat(flat, rows, cols));
-    }
-    return shards;
   }
 
   // One matrix per rank from what fn returned, or a failed case saying what came back instead.

@@ -71,6 +71,10 @@ std::optional<Layout> composed_layout(const MeshLayout&, std::string* why = null
 // Every mesh rank's piece of g (1 x n rows), and g from them.
 std::vector<MatD> split_mesh(const MatD& g, const MeshLayout&);
 MatD assemble_mesh(const std::vector<MatD>& pieces, const MeshLayout&);
+// The same one level down: every mesh rank's piece of the TP shards, and the TP shards from the
+// pieces (each piece's size checked against its range).
+std::vector<MatD> pieces_of_shards(const std::vector<MatD>& shards, const MeshLayout&);
+std::vector<MatD> shards_from_pieces(const std::vector<MatD>& pieces, const MeshLayout&);
 // One piece of a shard, and a shard (rows x cols) from the concatenation of its pieces.
 MatD flat_piece(const MatD& shard, const Range&);
 MatD shard_from_flat(const MatD& concatenation, std::int64_t rows, std::int64_t cols);
