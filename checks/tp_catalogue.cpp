@@ -11,6 +11,7 @@
 #include "generators/transforms.hpp"
 #include "nsv/metrics.hpp"
 #include "oracle.hpp"
+#include "sharding/allreduce_bound.hpp"
 #include "tolerances.hpp"
 
 namespace nsv::checks {
@@ -29,28 +30,36 @@ bool applies(const SemanticsRecord& rec, const TpCase& t) {
 }
 
 // S of the whole-matrix semantics: the largest own error among the equivalent evaluations of
-// NS(g): the kernel, and both all-reduce loops with the whole matrix on one rank (whichever loop a
-// TP all-reduce runs, its own error is one of these draws), each on g and on two row/column
-// permutations of it (permuted back). The loops' draws on the permuted inputs matter: the Gram
-// loop on a short-axis split carries a rank-deficient Gram whose error varies with the summation
-// order by 1.3x (found by the wide tier: a 20 x 19 matrix at tp 2 whose restart loop measured
-// 2.54 S when S had only the loops' unpermuted draw; measure_s5 draws them the same way).
+// NS(g) (S5's (a), (b) and (c), sharding/allreduce_bound.hpp, where the draws are measured): the
+// kernel, and both all-reduce loops with the whole matrix on one rank (whichever loop a TP
+// all-reduce runs, its own error is one of these draws), each on g and on kPermutedDraws
+// row/column permutations of it (permuted back), and on those permutations both loops on the
+// case's layout. The loops' draws on the permuted inputs matter: the Gram loop on a short-axis
+// split carries a rank-deficient Gram whose error varies with the summation order by up to 4x
+// (found by the wide tier twice: a 20 x 19 matrix at tp 2 whose restart loop measured 2.54 S when
+// S had only the loops' unpermuted draw, and a 16 x 17 one at tp 2 at 2.06 S with two
+// permutations and no draw on the layout).
 double whole_own_error(const TpCase& t, const MatD& g, const NsConfig& cfg) {
   const NsConfig cfg64 = props::oracle_config(cfg);
   const MatD whole64 = props::ns(g, cfg64);
   const Layout one_rank = contiguous_layout(t.axis(), {t.layout.dim, 0});
+  const auto loop_error = [&](Strategy loop, const MatD& x, const MatD& x64, const Layout& on) {
+    return rel_diff(assemble(run_strategy(loop, props::cpu(), shard_matrix(x, on), cfg).outputs, on), x64);
+  };
   const auto own_errors = [&](const MatD& x, const MatD& x64) {
     double s = rel_diff(props::ns(x, cfg), x64);
-    for (Strategy loop : kAllReduceLoops)
-      s = std::max(s, rel_diff(assemble(run_strategy(loop, props::cpu(), shard_matrix(x, one_rank), cfg).outputs, one_rank), x64));
+    for (Strategy loop : kAllReduceLoops) s = std::max(s, loop_error(loop, x, x64, one_rank));
     return s;
   };
   double s = own_errors(g, whole64);
-  // two permutations, drawn from the case's seed (outside a property: props::sample)
-  for (std::uint64_t k = 0; k < 2; ++k) {
+  // the permutations, drawn from the case's seed (outside a property: props::sample)
+  for (std::uint64_t k = 0; k < props::shard::kPermutedDraws; ++k) {
     const auto rp = props::sample(props::permutations(g.rows()), t.seed + 2 * k);
     const auto cp = props::sample(props::permutations(g.cols()), t.seed + 2 * k + 1);
-    s = std::max(s, own_errors(props::permuted(g, rp, cp), props::permuted(whole64, rp, cp)));
+    const MatD x = props::permuted(g, rp, cp), x64 = props::permuted(whole64, rp, cp);
+    s = std::max(s, own_errors(x, x64));
+    if (t.layout.tp() > 1)
+      for (Strategy loop : kAllReduceLoops) s = std::max(s, loop_error(loop, x, x64, t.layout));
   }
   return s;
 }
@@ -160,8 +169,8 @@ double median(std::vector<double> v) {
 
 const std::string_view kTpBoundDerivation =
     "S is the computation's own error, max over equivalent evaluations (NS of the whole matrix and both all-reduce loops "
-    "with the whole matrix on one rank, each on it and on two permutations of it; for per-shard and per-head NS the blocks' "
-    "own error), N1 one step's "
+    "with the whole matrix on one rank, each on it and on three permutations of it, and both loops on this layout on "
+    "those permutations; for per-shard and per-head NS the blocks' own error), N1 one step's "
     "reduction noise of the all-reduce loops on this layout; the result and the target are two evaluations of one float64 "
     "map, each within S of it (S5, sharding/allreduce_bound.hpp)";
 

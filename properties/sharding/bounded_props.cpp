@@ -39,10 +39,7 @@ BOOST_AUTO_TEST_CASE(S5_allreduce_strategies_stay_within_twice_the_kernels_own_f
     c.shard = *shard_cases(parallel_tp_degrees(), props::kTwoDrawMinSide, nsv::props::max_dim());
     c.kernel = *rc::gen::arbitrary<Kernel>();
     const MatD g = c.shard.matrix();
-    for (int k = 0; k < 2; ++k) {
-      c.row_perm[k] = *nsv::props::permutations(g.rows());
-      c.col_perm[k] = *nsv::props::permutations(g.cols());
-    }
+    c.draw_permutations(g.rows(), g.cols());
     NsConfig cfg;
     cfg.kernel = c.kernel;
     cfg.dtype = DType::fp32;

@@ -105,8 +105,8 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
               zeros, a constant) fails the second.
             "rounding": computes the target (as above), and the assembled result at any tp is within
               the S5 bound 2 S + N1 of the target, S the computation's own error (max over equivalent
-              evaluations: the whole matrix, two permutations of it, and both all-reduce loops with the
-              whole matrix on one rank), N1 the reduction noise one step of the all-reduce loops adds on
+              evaluations: the whole matrix, three permutations of it, both all-reduce loops with the
+              whole matrix on one rank, and both loops on this layout on the permuted inputs), N1 the reduction noise one step of the all-reduce loops adds on
               this layout (sides >= 8).
             "none": no claim; only the diagnosis (the verdict is then "NOTHING CHECKED", falsy).
     target  "whole" (NS of the unsharded matrix, its blocks) or "per_head" (NS of each head).
