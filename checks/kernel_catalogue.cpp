@@ -60,18 +60,17 @@ TestMatrix draw(const rc::Gen<Shape>& shape) {
 
 NsConfig draw_config(const KernelDomain& d) { return *d.configs; }
 
-// The reference's output on x: the output under test itself when the implementation is the
-// reference (the premise is then judged from the same run), else the CPU reference's.
-MatD reference_output(const KernelUnderTest& impl, const MatD& x, const NsConfig& cfg, const MatD& output) {
-  return impl.is_reference() ? output : props::ns(x, cfg);
+// The reference's output on x, for a premise (premises.hpp, which asks only where it needs it):
+// the output under test itself when the implementation is the reference (the premise is then
+// judged from the same run), else the CPU reference's.
+Batch reference_output(const KernelUnderTest& impl, const MatD& x, const NsConfig& cfg, const MatD& output) {
+  return {impl.is_reference() ? output : props::ns(x, cfg)};
 }
 
 // The same for two inputs of one configuration, the reference's runs side by side (ns_batch).
-std::pair<MatD, MatD> reference_outputs(const KernelUnderTest& impl, const MatD& x1, const MatD& out1, const MatD& x2,
-                                        const MatD& out2, const NsConfig& cfg) {
-  if (impl.is_reference()) return {out1, out2};
-  Batch runs = props::ns_batch({x1, x2}, cfg);
-  return {std::move(runs[0]), std::move(runs[1])};
+Batch reference_outputs(const KernelUnderTest& impl, const MatD& x1, const MatD& out1, const MatD& x2, const MatD& out2,
+                        const NsConfig& cfg) {
+  return impl.is_reference() ? Batch{out1, out2} : props::ns_batch({x1, x2}, cfg);
 }
 
 bool is_zero(const MatD& m) { return (m.array() == 0.0).all(); }
@@ -152,9 +151,12 @@ void batched_matches_loop_within_rounding(const KernelUnderTest& impl, const Ker
   for (std::size_t i = 0; i < ms.size(); ++i) {
     const MatD& g = ms[i].values;
     const MatD alone = impl.run(g, cfg);
-    const MatD reference = reference_output(impl, g, cfg, out[i]);  // one input: one run judges both outputs
-    if (props::outside_the_premise(g, cfg, {{out[i], reference}, {alone, impl.is_reference() ? alone : reference}}))
-      continue;
+    const auto references = [&] {  // one input: one run judges both outputs
+      Batch runs = reference_output(impl, g, cfg, out[i]);
+      runs.push_back(impl.is_reference() ? alone : runs[0]);
+      return runs;
+    };
+    if (props::outside_the_premise(g, cfg, {out[i], alone}, references)) continue;
     assert_within("||matrix " + std::to_string(i) + " of the batched call - NS of it alone|| / ||NS(G)||",
                   props::distance_relative_to_the_map(out[i], alone, g, cfg),
                   tol.bound(2 * props::rounding_bound(g, cfg)), tol.derivation);
@@ -318,7 +320,7 @@ void extreme_magnitudes(const KernelUnderTest& impl, const KernelDomain& d) {
       break;
     case props::ExtremeCase::exact: assert_bit_identical("NS(" + what + ") and NS(G)", out, impl.run(g.values, cfg), cfg.dtype); break;
     case props::ExtremeCase::finite:
-      if (props::outside_the_premise(scaled, cfg, {{out, reference_output(impl, scaled, cfg, out)}})) break;
+      if (props::outside_the_premise(scaled, cfg, {out}, [&] { return reference_output(impl, scaled, cfg, out); })) break;
       assert_that(all_finite(out), what + " is finite in every dtype involved, but the output is not");
       break;
   }
@@ -340,7 +342,8 @@ void input_untouched(const KernelUnderTest& impl, const KernelDomain& d) {
 // Bounded claims: the tolerance rows of tolerances.hpp. They bound the rounding of a computation
 // of the configured kernel, dtype and schedule (B(G)); a faithful implementation performs the
 // same rounded stages, so the same a-priori bound applies to it. Each is asserted inside the
-// premise of premises.hpp, judged from the input and the reference's run.
+// premise of premises.hpp, judged from the input and (outside the first-order regime) the
+// reference's run.
 
 // || phi(c1 xhat) - phi(c2 xhat) || / || phi(c2 xhat) ||: how much the exact map's output
 // changes when the normalized singular values xhat (of G / ||G||) are scaled by c1 instead of
@@ -370,17 +373,26 @@ void positive_scaling(const KernelUnderTest& impl, const KernelDomain& d) {
                       "bound not applicable");
     return;
   }
-  const Eigen::VectorXd xhat = singular_values(g.values) / norm;
+  // LAPACK's dgesdd (values only): 3x faster than Eigen's BDCSVD at 1024 x 4096 (0.40 s vs 1.26 s)
+  // and backward stable like it (each value within p(n) u64 sigma_max: svd_error), so the
+  // prediction is the same to that accuracy (the two agreed to 4e-15 relative at 1024 x 4096)
+  const Eigen::VectorXd xhat = lapack_singular_values(g.values) / norm;
   const double predicted = eps_effect(xhat, s * norm / (s * norm + cfg.eps), norm / (norm + cfg.eps), cfg);
   RC_LOG() << "s = " << exact(s) << ", predicted eps effect " << predicted << '\n';
   const MatD of_scaled = impl.run(scaled, cfg), of_plain = impl.run(g.values, cfg);
-  const auto [ref_scaled, ref_plain] = reference_outputs(impl, scaled, of_scaled, g.values, of_plain, cfg);
-  if (props::outside_the_premise(g.values, cfg, {{of_scaled, ref_scaled}, {of_plain, ref_plain}})) return;
+  if (props::outside_the_premise(g.values, cfg, {of_scaled, of_plain},
+                                 [&] { return reference_outputs(impl, scaled, of_scaled, g.values, of_plain, cfg); }))
+    return;
   const props::Tolerance& tol = props::tolerance(props::Claim::scaling, cfg.kernel, cfg.dtype);
+  // B(sG) from G's spectrum: sG's singular values are s times G's (to u64 ||sG||, the float64
+  // product's rounding), normalized by ||sG|| + eps
+  const double scaled_norm = std::sqrt(scaled.cwiseAbs2().sum());
+  const Eigen::VectorXd scaled_spectrum = props::remembered_singular_values(g.values) * (s / (scaled_norm + cfg.eps));
   // measured <= predicted + bound, written so that the recorded ratio is the rounding part's
   assert_within("||NS(sG) - NS(G)|| / ||NS(G)|| - predicted eps effect (s = " + exact(s) + ")",
                 props::distance_relative_to_the_map(of_scaled, of_plain, g.values, cfg) - predicted,
-                tol.bound(props::rounding_bound(g.values, cfg) + props::rounding_bound(scaled, cfg)), tol.derivation);
+                tol.bound(props::rounding_bound(g.values, cfg) + props::rounding_bound(scaled_spectrum, scaled.rows(), scaled.cols(), cfg)),
+                tol.derivation);
 }
 
 // K3 [bounded]. NS(U G V^T) = U NS(G) V^T in exact arithmetic for orthogonal U, V: structured
@@ -394,11 +406,14 @@ void orthogonal_equivariance(const KernelUnderTest& impl, const KernelDomain& d)
   const auto rotate = [&](const MatD& m) { return u.times(v.times_from_the_right_transposed(m)); };
   const MatD rotated = rotate(g.values);
   const MatD plain = impl.run(g.values, cfg), of_rotated = impl.run(rotated, cfg);
-  const auto [ref_plain, ref_rotated] = reference_outputs(impl, g.values, plain, rotated, of_rotated, cfg);
-  if (props::outside_the_premise(g.values, cfg, {{plain, ref_plain}, {of_rotated, ref_rotated}})) return;
+  if (props::outside_the_premise(g.values, cfg, {plain, of_rotated},
+                                 [&] { return reference_outputs(impl, g.values, plain, rotated, of_rotated, cfg); }))
+    return;
   const props::Tolerance& tol = props::tolerance(props::Claim::orthogonal_equivariance, cfg.kernel, cfg.dtype);
   assert_within("||NS(U G V^T) - U NS(G) V^T|| / ||NS(G)||", props::distance_relative_to_the_map(of_rotated, rotate(plain), g.values, cfg),
-                tol.bound(props::rounding_bound(g.values, cfg) + props::rounding_bound(rotated, cfg) +
+                // B(G) + B(UGV^T) = 2 B(G): U G V^T has G's singular values (the float64 transform's
+                // rounding moves them, which orthogonal_transform_rounding accounts for)
+                tol.bound(2 * props::rounding_bound(g.values, cfg) +
                           props::orthogonal_transform_rounding(g.values, cfg, u.rounding() + v.rounding())),
                 tol.derivation);
 }
@@ -413,13 +428,14 @@ void permutation_equivariance(const KernelUnderTest& impl, const KernelDomain& d
   const auto cols = *props::permutations(g.values.cols());
   const MatD input = props::permuted(g.values, rows, cols);
   const MatD plain = impl.run(g.values, cfg), actual = impl.run(input, cfg);
-  const auto [ref_plain, ref_permuted] = reference_outputs(impl, g.values, plain, input, actual, cfg);
-  if (props::outside_the_premise(g.values, cfg, {{plain, ref_plain}, {actual, ref_permuted}})) return;
+  if (props::outside_the_premise(g.values, cfg, {plain, actual},
+                                 [&] { return reference_outputs(impl, g.values, plain, input, actual, cfg); }))
+    return;
   const MatD expected = props::permuted(plain, rows, cols);
   RC_CLASSIFY(compare_bits(actual, expected, cfg.dtype).identical, "bit-identical");
   const props::Tolerance& tol = props::tolerance(props::Claim::permutation_equivariance, cfg.kernel, cfg.dtype);
   assert_within("||NS(P G Q) - P NS(G) Q|| / ||NS(G)||", props::distance_relative_to_the_map(actual, expected, g.values, cfg),
-                tol.bound(props::rounding_bound(g.values, cfg) + props::rounding_bound(input, cfg)), tol.derivation);
+                tol.bound(2 * props::rounding_bound(g.values, cfg)), tol.derivation);  // B(PGQ) = B(G): the same singular values
 }
 
 // K5 [bounded, derived interval]. The singular values of NS(G) lie in the band the scalar map
@@ -432,11 +448,11 @@ void permutation_equivariance(const KernelUnderTest& impl, const KernelDomain& d
 void convergence_band(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix g = draw(any_shape(d));
   const NsConfig cfg = draw_config(d);
-  const Eigen::VectorXd x = props::normalized_singular_values(g.values, cfg.eps);
-  const props::Band band = props::convergence_band(x, cfg, g.shape.long_side(), g.shape.square());
   const MatD out = impl.run(g.values, cfg);
-  if (props::outside_the_premise(g.values, cfg, {{out, reference_output(impl, g.values, cfg, out)}})) return;
-  const Eigen::VectorXd sigma = props::accurate_singular_values(out);
+  if (props::outside_the_premise(g.values, cfg, {out}, [&] { return reference_output(impl, g.values, cfg, out); })) return;
+  const props::BandSpectra spectra = props::band_spectra(g.values, out, cfg);
+  const props::Band band = props::convergence_band(spectra.x, cfg, g.shape.long_side(), g.shape.square(), true, spectra.error);
+  const Eigen::VectorXd& sigma = spectra.sigma;
   RC_CLASSIFY(band.hi < 2.0, "band informative (hi < 2)");
   RC_LOG() << "band [" << exact(band.lo) << ", " << exact(band.hi) << "]\n";
   ++case_log().checked;
@@ -472,8 +488,9 @@ void gram_matches_standard_narrow(const KernelUnderTest& impl, const KernelDomai
   cfg.accumulate = *props::accumulations(cfg.dtype);
   const NsConfig gram = props::with_kernel(cfg, Kernel::gram), standard = props::with_kernel(cfg, Kernel::standard);
   const MatD of_gram = impl.run(g.values, gram), of_standard = impl.run(g.values, standard);
-  if (props::outside_the_premise(g.values, gram, {{of_gram, reference_output(impl, g.values, gram, of_gram)}}) |
-      props::outside_the_premise(g.values, standard, {{of_standard, reference_output(impl, g.values, standard, of_standard)}}))
+  if (props::outside_the_premise(g.values, gram, {of_gram}, [&] { return reference_output(impl, g.values, gram, of_gram); }) |
+      props::outside_the_premise(g.values, standard, {of_standard},
+                                 [&] { return reference_output(impl, g.values, standard, of_standard); }))
     return;
   if (props::outside_first_order_regime(g.values, {&gram, &standard})) return;
   const props::Tolerance& tol = props::tolerance(props::Claim::gram_matches_standard, Kernel::gram, cfg.dtype);
@@ -490,8 +507,9 @@ void products_agree(const KernelUnderTest& impl, const KernelDomain& d) {
   symmetric.products = Products::symmetric;
   full.products = Products::full;
   const MatD of_symmetric = impl.run(g.values, symmetric), of_full = impl.run(g.values, full);
-  if (props::outside_the_premise(g.values, symmetric, {{of_symmetric, reference_output(impl, g.values, symmetric, of_symmetric)}}) |
-      props::outside_the_premise(g.values, full, {{of_full, reference_output(impl, g.values, full, of_full)}}))
+  if (props::outside_the_premise(g.values, symmetric, {of_symmetric},
+                                 [&] { return reference_output(impl, g.values, symmetric, of_symmetric); }) |
+      props::outside_the_premise(g.values, full, {of_full}, [&] { return reference_output(impl, g.values, full, of_full); }))
     return;
   const props::Tolerance& tol = props::tolerance(props::Claim::products_agree, cfg.kernel, cfg.dtype);
   assert_within("||NS_symmetric(G) - NS_full(G)|| / ||NS(G)||", props::distance_relative_to_the_map(of_symmetric, of_full, g.values, cfg),
@@ -510,7 +528,7 @@ void row_vector(const KernelUnderTest& impl, const KernelDomain& d) {
   RC_PRE(norm > 0.0);
   const MatD expected = g.values * (props::scalar_map(cfg, norm / (norm + cfg.eps)) / norm);
   const MatD out = impl.run(g.values, cfg);
-  if (props::outside_the_premise(g.values, cfg, {{out, reference_output(impl, g.values, cfg, out)}})) return;
+  if (props::outside_the_premise(g.values, cfg, {out}, [&] { return reference_output(impl, g.values, cfg, out); })) return;
   const props::Tolerance& tol = props::tolerance(props::Claim::vector_closed_form, cfg.kernel, cfg.dtype);
   assert_within("rel_diff(NS(g), phi(x) g / ||g||)", rel_diff(out, expected),
                 tol.bound(props::RowVectorErrorBound(cfg, g.values.size()).relative(norm)), tol.derivation);
@@ -551,7 +569,7 @@ void agreement_with_reference(const KernelUnderTest& impl, const KernelDomain& d
     return;
   }
   note_matrix("reference", ours);
-  if (props::outside_the_premise(g.values, cfg, {{yours, ours}})) return;
+  if (props::outside_the_premise(g.values, cfg, {yours}, [&] { return Batch{ours}; })) return;
   if (cfg.dtype == DType::fp64) {
     assert_within("rel_diff(yours, reference) in fp64", rel_diff(yours, ours), 2 * props::rounding_bound(g.values, cfg),
                   "2 B(G): both fp64 results are within the a-priori rounding bound B(G) of the exact map "

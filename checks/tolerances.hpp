@@ -106,11 +106,16 @@ inline double distance_relative_to_the_map(const MatD& a, const MatD& b, const M
   return d / r;
 }
 
-// B(G) above, for one computation of `cfg` on g, relative to ||NS(G)||_F.
+// B(G) above, for one computation of `cfg` on a rows x cols matrix whose normalized spectrum is
+// x: a function of the singular values and the shape only, so a transform that keeps them (a
+// permutation, an orthogonal U G V^T) keeps B.
+inline double rounding_bound(const Eigen::VectorXd& x, Eigen::Index rows, Eigen::Index cols, const NsConfig& cfg) {
+  return rounded_stages_per_step(cfg.kernel) * (cfg.steps + 1) * ns_conditioning(x, cfg, rows != cols) *
+         output_norm_factor(x, cfg) * effective_unit_roundoff(cfg, std::max(rows, cols));
+}
+// B(G) for one computation of `cfg` on g, relative to ||NS(G)||_F.
 inline double rounding_bound(const MatD& g, const NsConfig& cfg) {
-  const Eigen::VectorXd x = normalized_spectrum(g, cfg);  // one SVD for L(G) and F(G)
-  return rounded_stages_per_step(cfg.kernel) * (cfg.steps + 1) * lipschitz_of(x, g, cfg) * output_norm_factor(x, cfg) *
-         effective_unit_roundoff(cfg, std::max(g.rows(), g.cols()));
+  return rounding_bound(normalized_spectrum(g, cfg), g.rows(), g.cols(), cfg);  // one SVD for L(G) and F(G)
 }
 
 // The rounding of applying orthogonal U (m x m) and V (n x n) in float64 around NS (K3), given
