@@ -10,7 +10,8 @@
 #   OVERHEAD_BEFORE=FILE (a tools/bench/nsverify_overhead.py --json of an earlier build) and
 #   OVERHEAD_BEFORE_LABEL (what it measured): shown beside the checker overhead;
 #   STAGES="bench torch sweep memory accuracy overhead" (default: all) reruns only some stages, keeping the other
-#   stages' result files, then rewrites the report.
+#   stages' result files, then rewrites the report; STAGES=layer (never in the default: about 15
+#   minutes) runs the checks once per property at Llama-3-8B's MLP shape 4096x14336.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build-perf}
@@ -118,6 +119,12 @@ if [ -n "${OVERHEAD_BEFORE:-}" ]; then
   cp "$OVERHEAD_BEFORE" "$OUT/overhead_before.json"
   echo "${OVERHEAD_BEFORE_LABEL:-an earlier build}" > "$OUT/overhead_before.txt"
 fi
+fi
+
+if has layer; then
+echo "== the checks at a layer's shape, one case per property (tools/bench/nsverify_overhead.py; issue 31)"
+rm -f "$OUT/overhead_layer.json"
+PYTHONPATH="$BUILD/python" $PY tools/bench/nsverify_overhead.py --cases 1 --shapes 4096x14336 --json "$OUT/overhead_layer.json"
 fi
 
 echo "== report"

@@ -88,6 +88,19 @@ def test_performance_report_judges_the_checker_overhead_per_shape(tmp_path, monk
     assert "| 512x1024 | K1 | b | 2.0 | 300.0 | 100.0 | 200.0 | 2.00x | - | - |" in text and "*before*: build X" in text
 
 
+def test_performance_report_judges_the_check_at_a_layers_shape(tmp_path, monkeypatch):
+    (tmp_path / "machine.json").write_text('{"model": "m", "cores": "1", "family": "f", "cpu_model": "c"}')
+    row = dict(code="K1", status="holds", cases=1, calls_per_case=2.0, shape="4096x14336")
+    rows = [dict(row, property="a", total_s=500.0, callable_s=300.0, nsverify_s=200.0, ratio=0.67),
+            dict(row, property="b", total_s=460.0, callable_s=250.0, nsverify_s=210.0, ratio=0.84)]
+    (tmp_path / "overhead_layer.json").write_text(json.dumps(rows))
+    monkeypatch.chdir(tmp_path)
+    text = performance.render(".")
+    assert ("| (g) the check at 4096x14336, one case per property, within 15 min, nsverify's share ≤ the callable's | "
+            "16.0 min (nsverify 410 s, callable 550 s) | **MISSED** |") in text
+    assert "| (g) checker's own time ≤ the callable's, every property, 4096x14336 | 2 of 2 properties (worst 0.84x) | **MET** |" in text
+
+
 def test_number_filters_write_unmeasured_figures_as_na():
     assert core.fixed(None) == core.general(None, 3) == core.times(None) == "n/a"
     assert core.fixed(1.25, 1) == "%.1f" % 1.25 and core.general(0.000123456, 3) == "%.3g" % 0.000123456
