@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "generators/tiers.hpp"
 #include "generators/transforms.hpp"
 #include "layout_generators.hpp"
 #include "nsv/strategies.hpp"
@@ -83,6 +84,13 @@ struct S5Case {
     for (int k = 0; k < kPermutedDraws; ++k) {
       row_perm[k] = *props::permutations(rows);
       col_perm[k] = *props::permutations(cols);
+    }
+  }
+  // The same outside a property, from a seed (props::sample).
+  void sample_permutations(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
+    for (int k = 0; k < kPermutedDraws; ++k) {
+      row_perm[k] = props::sample(props::permutations(rows), seed + 2 * static_cast<std::uint64_t>(k));
+      col_perm[k] = props::sample(props::permutations(cols), seed + 2 * static_cast<std::uint64_t>(k) + 1);
     }
   }
 };

@@ -27,6 +27,7 @@ struct MpiCase {
   Layout layout() const { return heads ? head_case.layout() : shard_case.layout(); }
   std::int64_t head_dim() const { return heads ? head_case.head_dim : 0; }
   int axis() const { return heads ? 0 : shard_case.axis; }
+  std::uint64_t seed() const { return heads ? head_case.seed : shard_case.seed; }
 };
 
 inline void showValue(const MpiCase& c, std::ostream& os) {
