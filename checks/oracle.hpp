@@ -294,6 +294,40 @@ inline bool gram_loop_leaves_a_direction_to_rounding(const Eigen::VectorXd& x, c
   return x.minCoeff() < std::sqrt(effective_unit_roundoff(cfg, std::max(g.rows(), g.cols()))) * x.maxCoeff();
 }
 
+// How far the Gram loop lets such a direction drift between restarts. Its tracked eigenvalue in R
+// starts as rounding noise, at most u_eff x_max^2 (x_max <= 1), and each step without a restart
+// multiplies a small eigenvalue by about a_k^2 (R <- R (a + b R + c R^2)^2), while Q's step
+// polynomial is evaluated at that tracked value instead of the direction's true x^2: the two agree
+// to first order only while the tracked value is far below 1, (a + b r + c r^2) = a (1 + (b/a) r
+// + ...). The band above tracks R alone and cannot see Q leaving it; K5's band, the first-order
+// regime and the rounding bounds then say nothing about the output. The growth: the largest, over
+// the runs of steps between restarts, of u_eff prod a_k^2. Measured (fp32, 400 rank-deficient and
+// ill-conditioned inputs, sides 12..190, keller x 5..12, restarts none, 2, 3 and 2,5): no output
+// diverged with a growth below 10 (240 cases), 109 of 160 did above it, the smallest at 13.6; the
+// wide tier's case, 32 x 109 at keller x 9 restarting at 2 (a run of 7 steps, growth 23), reached
+// sigma_max 1.33 against a band of 1.207 (14.7 at 10 steps). The limit is 1, where the tracked
+// noise reaches the scale of a converged eigenvalue. DeepSpeed's keller x 5 restarting at 2 stays
+// below it in fp32 (runs of 3 steps: 1.1e-3 at n = 109, 6.4e-3 at n = 4096); in bf16 (u_eff 2^-8)
+// the same runs reach 6.4.
+inline constexpr double kGramDriftLimit = 1.0;
+inline double gram_noise_growth(const NsConfig& cfg, Eigen::Index inner_dim) {
+  const double u_eff = effective_unit_roundoff(cfg, inner_dim);
+  double growth = 0.0, run = u_eff;
+  for (int step = 0; step < cfg.steps; ++step) {
+    if (step > 0 && cfg.restarts_before(step)) run = u_eff;
+    const double a = cfg.coeffs.at_step(step).a;
+    run *= a * a;
+    growth = std::max(growth, run);
+  }
+  return growth;
+}
+// The Gram loop leaves a direction to rounding and lets it drift past first order (above): judged
+// from the input (one accurate SVD, only for configurations whose growth reaches the limit).
+inline bool gram_loop_drifts_on_a_direction_left_to_rounding(const MatD& g, const NsConfig& cfg) {
+  if (!runs_the_gram_loop(g, cfg) || gram_noise_growth(cfg, std::max(g.rows(), g.cols())) < kGramDriftLimit) return false;
+  return gram_loop_leaves_a_direction_to_rounding(normalized_singular_values(g, cfg.eps), g, cfg);
+}
+
 }  // namespace nsv::props
 
 namespace nsv::props {
