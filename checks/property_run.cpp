@@ -1,5 +1,7 @@
 #include "property_run.hpp"
 
+#include "shrink_budget.hpp"
+
 #include "nsv/invalid_field.hpp"
 
 #include <rapidcheck/detail/Configuration.h>
@@ -14,8 +16,6 @@ namespace {
 
 // RapidCheck's listener interface, silenced: the outcome is returned, not printed.
 struct Quiet : rc::detail::TestListenerAdapter {};
-
-constexpr const char* kBudgetSpent = "the shrinking budget is spent: the last failing case stands";
 
 std::string joined(const std::vector<std::string>& tags) {
   std::string label;
@@ -74,40 +74,15 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
   params.maxSize = settings.max_size;
   Quiet listener;
   case_log() = {};
+  // Counted for passing cases before the first failure only: shrinking runs more cases after it,
+  // some of them passing, and the count a failing property reports is the one before it (as
+  // RapidCheck's numSuccess is).
   int cases_checked = 0;
-  // Shrinking runs more cases after the first failure, some of them passing: the count a failing
-  // property reports is the one before it (as RapidCheck's numSuccess is).
-  int checked_before_failure = 0;
-  std::optional<std::chrono::steady_clock::time_point> first_failure;
-  const auto note_first_failure = [&] {
-    if (first_failure) return;
-    first_failure = std::chrono::steady_clock::now();
-    checked_before_failure = cases_checked;
-  };
-  // The last failure seen, in RapidCheck's words, and the case's input: RapidCheck evaluates the shrunk
-  // case once more for its description, which the spent budget discards (reported below).
-  std::optional<std::pair<std::string, std::string>> last_failure;
+  ShrinkBudget budget(settings.shrink_seconds);
   const auto one_case = [&] {
-    if (first_failure && std::chrono::duration<double>(std::chrono::steady_clock::now() - *first_failure).count() >
-                             settings.shrink_seconds)
-      RC_DISCARD(kBudgetSpent);
     case_log().checked = 0;
-    try {
-      body();
-    } catch (const rc::detail::CaseResult& r) {
-      if (r.type == rc::detail::CaseResult::Type::Failure) {
-        note_first_failure();
-        last_failure.emplace(r.description, case_log().input);
-      }
-      throw;
-    } catch (const rc::GenerationFailure&) {
-      throw;  // a draw that could not be made: a discard, not a failure
-    } catch (const std::exception& e) {
-      note_first_failure();
-      last_failure.emplace("Exception thrown with message:\n" + std::string(e.what()), case_log().input);
-      throw;
-    }
-    if (case_log().checked > 0) ++cases_checked;  // counted for passing cases only: a failure throws past it
+    budget.run(body);
+    if (case_log().checked > 0 && !budget.failed()) ++cases_checked;
   };
   const auto start = std::chrono::steady_clock::now();
   const auto property = rc::detail::toProperty(one_case);
@@ -131,14 +106,14 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
   } else if (result.match(failure)) {
     out.status = Status::fails;
     out.cases = failure.numSuccess;
-    out.cases_checked = checked_before_failure;
+    out.cases_checked = cases_checked;
     out.message = failure.description;
     out.counterexample = failure.counterExample;
     out.detail = case_log().last_failure;
     out.replay = replay_string(id, failure.reproduce);
-    if (failure.description.find(kBudgetSpent) != std::string::npos && last_failure) {
-      out.message = last_failure->first;
-      out.counterexample = {{"the last failing case", last_failure->second}};
+    if (ShrinkBudget::spent(failure.description) && budget.last_failure()) {
+      out.message = budget.last_failure()->first;
+      out.counterexample = {{"the last failing case", budget.last_failure()->second}};
     }
   } else if (result.match(gave_up)) {
     out.cases = gave_up.numSuccess;

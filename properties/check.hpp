@@ -19,9 +19,11 @@
 #include <iomanip>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "assertions.hpp"
+#include "shrink_budget.hpp"
 #include "nsv/dtype.hpp"
 #include "nsv/matrix.hpp"
 #include "nsv/metrics.hpp"
@@ -61,6 +63,18 @@ inline std::string replay_command(const std::string& id, const rc::detail::Repro
   return cmd.str();
 }
 
+// How long a failing property may shrink its counterexample (NSV_SHRINK_SECONDS, default 120):
+// shrinking a wide-tier case can otherwise outlast the test's timeout and report nothing.
+inline double shrink_seconds() {
+  const char* text = std::getenv("NSV_SHRINK_SECONDS");
+  if (!text) return 120.0;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds >= 0))
+    throw std::invalid_argument(std::string("NSV_SHRINK_SECONDS must be a number of seconds >= 0, got '") + text + "'");
+  return seconds;
+}
+
 // Runs the property body `property` of the current Boost test case through RapidCheck (its
 // configuration from RC_PARAMS), counts its cases in the run's tally, and fails the test case
 // with the shrunk counterexample and its replay command. `must_check`: the property asserts
@@ -74,9 +88,10 @@ void check_property(Property&& property, bool must_check = false) {
   metadata.description = test_case.p_name;
   checks::case_log() = {};
   int checked_cases = 0;
-  const auto counted = [&property, &checked_cases] {
+  checks::ShrinkBudget budget(shrink_seconds());
+  const auto counted = [&property, &checked_cases, &budget] {
     checks::case_log().checked = 0;
-    property();
+    budget.run(property);
     if (checks::case_log().checked > 0) ++checked_cases;
   };
   const auto start = std::chrono::steady_clock::now();
@@ -102,7 +117,12 @@ void check_property(Property&& property, bool must_check = false) {
   } else {
     std::ostringstream message;
     message << '\n';
-    rc::detail::printResultMessage(result, message);
+    if (result.template is<rc::detail::FailureResult>() &&
+        checks::ShrinkBudget::spent(result.template get<rc::detail::FailureResult>().description) && budget.last_failure())
+      message << "Falsified; shrinking stopped after NSV_SHRINK_SECONDS=" << shrink_seconds()
+              << " s, the last failing case stands:\n\n" << budget.last_failure()->second << "\n\n" << budget.last_failure()->first;
+    else
+      rc::detail::printResultMessage(result, message);
     if (result.template is<rc::detail::FailureResult>())
       message << "\nreplay exactly this case (from the build folder's properties/ or anywhere):\n  "
               << replay_command(metadata.id, result.template get<rc::detail::FailureResult>().reproduce) << '\n';
