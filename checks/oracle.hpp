@@ -129,6 +129,14 @@ inline Eigen::VectorXd remembered_singular_values(const MatD& g) {
   return entries.back().values;
 }
 
+// G's singular values divided by ||G||_F + eps from the spectrum above: what L(G) and F(G) are
+// computed from (tolerances.hpp), and the cheap premise and band tests below. L(G) needs the
+// spectrum's shape, not its last bits: the fast float64 SVD is enough there.
+inline Eigen::VectorXd normalized_spectrum(const MatD& g, const NsConfig& cfg) {
+  const double norm = std::sqrt(g.cwiseAbs2().sum());
+  return g.size() ? Eigen::VectorXd(remembered_singular_values(g) / (norm + cfg.eps)) : Eigen::VectorXd();
+}
+
 // Singular values, decreasing, for the band (K5) and the premises judged from the spectrum.
 // Up to kJacobiMaxElements elements: one-sided Jacobi in long double (x87, u = 2^-64). Float64
 // SVDs are too coarse for the float64 rows there: Eigen's BDCSVD and JacobiSVD<double> both put a
@@ -228,6 +236,12 @@ inline double effective_unit_roundoff(const NsConfig& cfg, Eigen::Index n) {
   return unit_roundoff(cfg.dtype) + std::sqrt(static_cast<double>(n)) * u_accumulate(cfg);
 }
 
+// kappa_k u_eff: the rounding a step with coefficients k adds, relative to h (the band's
+// derivation above).
+inline double step_rounding(const Coeffs& k, double u_eff) {
+  return 2 * (std::abs(k.a) + std::abs(k.b) + std::abs(k.c)) * u_eff;
+}
+
 // x: the normalized singular values; inner_dim: the long side; square: the gram kernel runs
 // the standard loop on square matrices.
 inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eigen::Index inner_dim, bool square,
@@ -250,7 +264,7 @@ inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eige
     const Coeffs& k = cfg.coeffs.at_step(s);
     double h = 1.0;
     for (const auto& i : iv) h = std::max(h, i.hi);
-    const double kappa_u = 2 * (std::abs(k.a) + std::abs(k.b) + std::abs(k.c)) * u_eff;
+    const double kappa_u = step_rounding(k, u_eff);
     const bool gram_loop = cfg.kernel == Kernel::gram && x.size() > 0 && !square;
     const double delta = !with_rounding ? 0.0 : (gram_loop ? std::max(kappa_u, std::sqrt(kappa_u)) * h : kappa_u * h);
     for (auto& i : iv) {
@@ -412,9 +426,11 @@ inline std::string divergence_words(const MatD& out, const NsConfig& cfg) {
 // outside it (bf16, and the gram loop on rank-deficient inputs in every narrow dtype: its noise
 // on a tiny singular value is sqrt(u), not u) the iteration may leave its basin and blow up.
 // x: normalized_singular_values(g, cfg.eps).
-inline bool first_order_regime(const Eigen::VectorXd& x, const MatD& g, const NsConfig& cfg) {
+// spectrum_error: x's error where it does not come from accurate_singular_values (convergence_band).
+inline bool first_order_regime(const Eigen::VectorXd& x, const MatD& g, const NsConfig& cfg,
+                               std::optional<double> spectrum_error = std::nullopt) {
   if (cfg.steps == 0) return true;
-  const Band band = convergence_band(x, cfg, std::max(g.rows(), g.cols()), g.rows() == g.cols());
+  const Band band = convergence_band(x, cfg, std::max(g.rows(), g.cols()), g.rows() == g.cols(), true, spectrum_error);
   return std::isfinite(band.hi) && band.hi < repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
 }
 inline bool first_order_regime(const MatD& g, const NsConfig& cfg) {
@@ -428,11 +444,7 @@ inline bool first_order_regime(const MatD& g, const NsConfig& cfg) {
 inline bool first_order_regime_by_the_bounds_spectrum(const MatD& g, const NsConfig& cfg) {
   if (cfg.steps == 0) return true;
   if (g.size() == 0 || !all_finite(g)) return false;
-  const double norm = std::sqrt(g.cwiseAbs2().sum());
-  const Eigen::VectorXd x = remembered_singular_values(g) / (norm + cfg.eps);
-  const Band band = convergence_band(x, cfg, std::max(g.rows(), g.cols()), g.rows() == g.cols(), true,
-                                     bounds_spectrum_error(g.rows(), g.cols()));
-  return std::isfinite(band.hi) && band.hi < repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
+  return first_order_regime(normalized_spectrum(g, cfg), g, cfg, bounds_spectrum_error(g.rows(), g.cols()));
 }
 
 // What K5 compares: the input's normalized singular values x, the output's singular values sigma,
@@ -449,13 +461,10 @@ struct BandSpectra {
 };
 inline BandSpectra band_spectra(const MatD& g, const MatD& out, const NsConfig& cfg) {
   const double cheap_error = bounds_spectrum_error(g.rows(), g.cols());
-  const Coeffs& first = cfg.coeffs.at_step(0);
-  const double first_step_rounding = 2 * (std::abs(first.a) + std::abs(first.b) + std::abs(first.c)) *
-                                     effective_unit_roundoff(cfg, std::max(g.rows(), g.cols()));
-  if (cfg.steps == 0 || cheap_error > first_step_rounding)
+  if (cfg.steps == 0 ||
+      cheap_error > step_rounding(cfg.coeffs.at_step(0), effective_unit_roundoff(cfg, std::max(g.rows(), g.cols()))))
     return {normalized_singular_values(g, cfg.eps), accurate_singular_values(out), std::nullopt};
-  const double norm = std::sqrt(g.cwiseAbs2().sum());
-  return {remembered_singular_values(g) / (norm + cfg.eps), remembered_singular_values(out), cheap_error};
+  return {normalized_spectrum(g, cfg), remembered_singular_values(out), cheap_error};
 }
 
 }  // namespace nsv::props

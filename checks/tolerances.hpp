@@ -57,13 +57,6 @@ inline double rounded_stages_per_step(Kernel k) { return k == Kernel::standard ?
 // had been measured on another library version; fresh wide-tier seeds found 9 x 10 failing it.
 inline constexpr Eigen::Index kTwoDrawMinSide = 16;
 
-// G's singular values divided by ||G||_F + eps: what L(G) and F(G) are computed from. L(G) needs
-// the spectrum's shape, not its last bits: the fast float64 SVD is enough here.
-inline Eigen::VectorXd normalized_spectrum(const MatD& g, const NsConfig& cfg) {
-  const double norm = std::sqrt(g.cwiseAbs2().sum());
-  return g.size() ? Eigen::VectorXd(remembered_singular_values(g) / (norm + cfg.eps)) : Eigen::VectorXd();
-}
-
 // L(G) above, for `cfg` on g (x: normalized_spectrum(g, cfg)).
 inline double lipschitz_of(const Eigen::VectorXd& x, const MatD& g, const NsConfig& cfg) {
   return ns_conditioning(x, cfg, g.rows() != g.cols());

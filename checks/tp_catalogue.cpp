@@ -44,7 +44,7 @@ double whole_own_error(const TpCase& t, const MatD& g, const NsConfig& cfg) {
   const MatD whole64 = props::ns(g, cfg64);
   const Layout one_rank = contiguous_layout(t.axis(), {t.layout.dim, 0});
   const auto loop_error = [&](Strategy loop, const MatD& x, const MatD& x64, const Layout& on) {
-    return rel_diff(assemble(run_strategy(loop, props::cpu(), shard_matrix(x, on), cfg).outputs, on), x64);
+    return props::shard::own_error_on(loop, props::cpu(), x, x64, on, cfg);
   };
   const auto own_errors = [&](const MatD& x, const MatD& x64) {
     double s = rel_diff(props::ns(x, cfg), x64);
@@ -52,11 +52,10 @@ double whole_own_error(const TpCase& t, const MatD& g, const NsConfig& cfg) {
     return s;
   };
   double s = own_errors(g, whole64);
-  // the permutations, drawn from the case's seed (outside a property: props::sample)
-  for (std::uint64_t k = 0; k < props::shard::kPermutedDraws; ++k) {
-    const auto rp = props::sample(props::permutations(g.rows()), t.seed + 2 * k);
-    const auto cp = props::sample(props::permutations(g.cols()), t.seed + 2 * k + 1);
-    const MatD x = props::permuted(g, rp, cp), x64 = props::permuted(whole64, rp, cp);
+  props::shard::PermutedDraws perms;
+  perms.sample(g.rows(), g.cols(), t.seed);  // from the case's seed (outside a property)
+  for (int k = 0; k < props::shard::kPermutedDraws; ++k) {
+    const MatD x = perms.apply(k, g), x64 = perms.apply(k, whole64);
     s = std::max(s, own_errors(x, x64));
     if (t.layout.tp() > 1)
       for (Strategy loop : kAllReduceLoops) s = std::max(s, loop_error(loop, x, x64, t.layout));

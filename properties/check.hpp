@@ -88,7 +88,8 @@ void check_property(Property&& property, bool must_check = false) {
   metadata.description = test_case.p_name;
   checks::case_log() = {};
   int checked_cases = 0;
-  checks::ShrinkBudget budget(shrink_seconds());
+  const double budget_seconds = shrink_seconds();
+  checks::ShrinkBudget budget(budget_seconds);
   const auto counted = [&property, &checked_cases, &budget] {
     checks::case_log().checked = 0;
     budget.run(property);
@@ -119,7 +120,7 @@ void check_property(Property&& property, bool must_check = false) {
     message << '\n';
     if (result.template is<rc::detail::FailureResult>() &&
         checks::ShrinkBudget::spent(result.template get<rc::detail::FailureResult>().description) && budget.last_failure())
-      message << "Falsified; shrinking stopped after NSV_SHRINK_SECONDS=" << shrink_seconds()
+      message << "Falsified; shrinking stopped after NSV_SHRINK_SECONDS=" << budget_seconds
               << " s, the last failing case stands:\n\n" << budget.last_failure()->second << "\n\n" << budget.last_failure()->first;
     else
       rc::detail::printResultMessage(result, message);

@@ -74,26 +74,39 @@ inline constexpr double kUnitFp32 = 0x1p-24;
 // own error, and the S5 figures report the ratio to the whole kernel's separately.
 inline constexpr int kPermutedDraws = 3;
 
-struct S5Case {
-  ShardCase shard;
-  Kernel kernel = Kernel::gram;
+// The row/column permutations of S's permuted draws: NS is permutation-equivariant, so the
+// permuted input is the same map summed in other orders.
+struct PermutedDraws {
   std::vector<Eigen::Index> row_perm[kPermutedDraws], col_perm[kPermutedDraws];
 
-  // The permutations of S's draws for a rows x cols input, through the property's generator.
-  void draw_permutations(Eigen::Index rows, Eigen::Index cols) {
+  // For a rows x cols input, through the property's generator.
+  void draw(Eigen::Index rows, Eigen::Index cols) {
     for (int k = 0; k < kPermutedDraws; ++k) {
       row_perm[k] = *props::permutations(rows);
       col_perm[k] = *props::permutations(cols);
     }
   }
   // The same outside a property, from a seed (props::sample).
-  void sample_permutations(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
+  void sample(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
     for (int k = 0; k < kPermutedDraws; ++k) {
       row_perm[k] = props::sample(props::permutations(rows), seed + 2 * static_cast<std::uint64_t>(k));
       col_perm[k] = props::sample(props::permutations(cols), seed + 2 * static_cast<std::uint64_t>(k) + 1);
     }
   }
+  // Draw k's permutation of m (an input, or its float64 map).
+  MatD apply(int k, const MatD& m) const { return props::permuted(m, row_perm[k], col_perm[k]); }
 };
+
+struct S5Case : PermutedDraws {
+  ShardCase shard;
+  Kernel kernel = Kernel::gram;
+};
+
+// One draw of a distributed algorithm's own error: `s` run from x on layout `on`, assembled,
+// against x's float64 map x64.
+inline double own_error_on(Strategy s, const Backend& b, const MatD& x, const MatD& x64, const Layout& on, const NsConfig& cfg) {
+  return rel_diff(assemble(run_strategy(s, b, shard_matrix(x, on), cfg).outputs, on), x64);
+}
 
 struct S5Measure {
   double dist_vs_whole = 0;   // rel(dist32, whole32)
@@ -108,7 +121,7 @@ struct S5Measure {
 
 using props::permuted;  // generators/transforms.hpp
 
-inline S5Measure measure_s5(Strategy s, const MatD& g, const Layout& layout, const NsConfig& cfg32, const S5Case* perms) {
+inline S5Measure measure_s5(Strategy s, const MatD& g, const Layout& layout, const NsConfig& cfg32, const PermutedDraws* perms) {
   NsConfig cfg64 = cfg32;
   cfg64.dtype = DType::fp64;
   S5Measure m;
@@ -121,16 +134,13 @@ inline S5Measure measure_s5(Strategy s, const MatD& g, const Layout& layout, con
   m.own_whole = rel_diff(whole32, whole64);
   const std::int64_t dim = layout.dim;
   const Layout one_rank = contiguous_layout(layout.axis, {dim, 0});
-  const auto own_error = [&](const MatD& x, const MatD& x64, const Layout& on) {
-    return rel_diff(assemble(run_strategy(s, backend(), shard_matrix(x, on), cfg32).outputs, on), x64);
-  };
-  m.own_ref = own_error(g, whole64, one_rank);
+  m.own_ref = own_error_on(s, backend(), g, whole64, one_rank, cfg32);
   m.scale = std::max(m.own_whole, m.own_ref);
   if (perms)
     for (int k = 0; k < kPermutedDraws; ++k) {
-      const MatD gp = permuted(g, perms->row_perm[k], perms->col_perm[k]);
-      const MatD gp64 = permuted(whole64, perms->row_perm[k], perms->col_perm[k]);
-      m.scale = std::max({m.scale, own_error(gp, gp64, one_rank), own_error(gp, gp64, layout)});
+      const MatD gp = perms->apply(k, g), gp64 = perms->apply(k, whole64);
+      m.scale = std::max({m.scale, own_error_on(s, backend(), gp, gp64, one_rank, cfg32),
+                          own_error_on(s, backend(), gp, gp64, layout, cfg32)});
     }
   NsConfig one = cfg32;
   one.steps = 1;

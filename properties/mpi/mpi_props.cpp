@@ -206,8 +206,8 @@ void check_native(Checker& ck, MPI_Comm group, Strategy s, const MpiCase& c, con
   }
   if (!in_s5_range) return;
   // S with S5's permuted draws (allreduce_bound.hpp), from the case's seed
-  shard::S5Case perms;
-  perms.sample_permutations(g.rows(), g.cols(), c.seed());
+  shard::PermutedDraws perms;
+  perms.sample(g.rows(), g.cols(), c.seed());
   const shard::S5Measure m = shard::measure_s5(s, g, layout, c.cfg, &perms);
   const double dist = rel_diff(assemble(native.blocks, layout), newton_schulz(shard::backend(), g, c.cfg));
   const double n1 = rel_diff(assemble(native1.blocks, layout), newton_schulz(shard::backend(), g, one));

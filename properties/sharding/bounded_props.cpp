@@ -39,7 +39,7 @@ BOOST_AUTO_TEST_CASE(S5_allreduce_strategies_stay_within_twice_the_kernels_own_f
     c.shard = *shard_cases(parallel_tp_degrees(), props::kTwoDrawMinSide, nsv::props::max_dim());
     c.kernel = *rc::gen::arbitrary<Kernel>();
     const MatD g = c.shard.matrix();
-    c.draw_permutations(g.rows(), g.cols());
+    c.draw(g.rows(), g.cols());
     NsConfig cfg;
     cfg.kernel = c.kernel;
     cfg.dtype = DType::fp32;

@@ -191,8 +191,8 @@ BOOST_AUTO_TEST_CASE(MS3_gram_allreduce_across_both_axes_stays_within_S5) {
     const MatD g = c.matrix();
     // S is the largest own error among equivalent evaluations, permuted ones included, as S5's
     // derivation requires (allreduce_bound.hpp).
-    S5Case perms;
-    perms.draw_permutations(g.rows(), g.cols());
+    PermutedDraws perms;
+    perms.draw(g.rows(), g.cols());
     NsConfig cfg;
     cfg.kernel = *rc::gen::arbitrary<Kernel>();
     cfg.dtype = DType::fp32;

@@ -112,7 +112,7 @@ NSV_PROPERTY(M1_muon_step_with_allreduce_strategies_is_within_rounding_of_tp_1, 
   const StepCase c = *step_cases(rc::gen::just(ns));
   const Strategy strategy = *rc::gen::element(Strategy::gram_allreduce, Strategy::gram_restart_allreduce);
   const Layout layout = pc.shard.layout();
-  pc.draw_permutations(pc.shard.rows, pc.shard.cols);
+  pc.draw(pc.shard.rows, pc.shard.cols);
   MatD mom_whole = initial_momentum(pc.shard.rows, pc.shard.cols, c.zero_momentum, c.momentum_seed);
   std::vector<MatD> mom_shards = split(mom_whole, layout);
   const MatD grad = gaussian(pc.shard.rows, pc.shard.cols, c.grad_seed);
