@@ -373,10 +373,8 @@ void positive_scaling(const KernelUnderTest& impl, const KernelDomain& d) {
                       "bound not applicable");
     return;
   }
-  // LAPACK's dgesdd (values only): 3x faster than Eigen's BDCSVD at 1024 x 4096 (0.40 s vs 1.26 s)
-  // and backward stable like it (each value within p(n) u64 sigma_max: svd_error), so the
-  // prediction is the same to that accuracy (the two agreed to 4e-15 relative at 1024 x 4096)
-  const Eigen::VectorXd xhat = lapack_singular_values(g.values) / norm;
+  // the accurate float64 spectrum (dgesdd, each value within p(n) u64 sigma_max: svd_error)
+  const Eigen::VectorXd xhat = singular_values(g.values) / norm;
   const double predicted = eps_effect(xhat, s * norm / (s * norm + cfg.eps), norm / (norm + cfg.eps), cfg);
   RC_LOG() << "s = " << exact(s) << ", predicted eps effect " << predicted << '\n';
   const MatD of_scaled = impl.run(scaled, cfg), of_plain = impl.run(g.values, cfg);

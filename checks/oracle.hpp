@@ -95,9 +95,9 @@ inline double scalar_map(const NsConfig& cfg, double x) {
 
 // Singular values for the bounds' spectral functions (L(G), F(G), ||NS(G)||: tolerances.hpp) and
 // for divergence (the largest of an output), decreasing. Up to kGramSpectrumMinElements elements
-// float64 BDCSVD (values only). Above it the square roots of the eigenvalues of the short side's
+// float64 dgesdd (values only). Above it the square roots of the eigenvalues of the short side's
 // Gram matrix A A^T (nsv/lapack_spectra.hpp: dsyrk and dsyevd, values only; 17 ms at 512 x 1024
-// where BDCSVD takes 94 ms, and it runs several times per case). Error: fl(A A^T) =
+// where dgesdd takes 49 ms, and it runs several times per case). Error: fl(A A^T) =
 // A A^T + E with ||E||_2 <= gamma_n ||A||_F^2 and the eigensolver is backward stable (c p u
 // ||A A^T||_2), so every sigma_i^2 is within (n + c p) u ||A||_F^2 <= (n + c p) p u sigma_max^2:
 // the largest singular values, those near 1 that decide divergence and ||NS(G)||, to ~n p u
@@ -149,7 +149,7 @@ inline constexpr Eigen::Index kJacobiMaxElements = Eigen::Index{1} << 16;  // 25
 inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
   using MatLD = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
   if (m.size() == 0) return {};
-  if (m.size() > kJacobiMaxElements) return lapack_singular_values(m);
+  if (m.size() > kJacobiMaxElements) return singular_values(m);
   const MatLD dense = m.cast<long double>();
   Eigen::JacobiSVD<MatLD> svd(dense);
   return svd.singularValues().cast<double>();
@@ -167,8 +167,8 @@ inline double svd_error(Eigen::Index rows, Eigen::Index cols) {
 }
 
 // How far spectrum_for_the_bounds of a rows x cols matrix may be from the exact singular values,
-// relative to the largest: an absolute error on every value, the tiny ones included. BDCSVD as
-// dgesdd above (n^2 u64). The Gram route: fl(A A^T) = A A^T + E with ||E||_2 <= n u ||A||_F^2
+// relative to the largest: an absolute error on every value, the tiny ones included. dgesdd as
+// above (n^2 u64). The Gram route: fl(A A^T) = A A^T + E with ||E||_2 <= n u ||A||_F^2
 // <= n p u sigma_max^2, and dsyevd's eigenvalues are exact for a further perturbation of norm
 // <= p^2 u sigma_max^2 (LAPACK's p(n) u ||.||, p(n) taken as n^2 as for dgesdd); so every
 // sigma_i^2 moves by at most (n + p) p u sigma_max^2 (Weyl) and sigma_i by at most the square
@@ -402,7 +402,7 @@ namespace nsv::props {
 inline bool diverged(const MatD& out, const NsConfig& cfg) {
   if (!all_finite(out)) return true;
   if (cfg.steps == 0 || out.size() == 0) return false;
-  // accurate to ~1e-13 (BDCSVD) or ~n p u (the Gram eigenvalues) here, far inside any margin that
+  // accurate to ~1e-13 (dgesdd) or ~n p u (the Gram eigenvalues) here, far inside any margin that
   // matters; remembered, as K5 compares the same output's spectrum with its band
   return remembered_singular_values(out)(0) > repelling_fixed_point(cfg.coeffs.at_step(cfg.steps - 1));
 }

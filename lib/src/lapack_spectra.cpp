@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "refuse_empty.hpp"
-
 extern "C" {
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u, const int* ldu,
              double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info);
+void dgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* info);
 void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const double* a, const int* lda,
             const double* beta, double* c, const int* ldc);
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work, const int* lwork,
@@ -25,6 +25,12 @@ int lapack_int(Eigen::Index v, const char* what) {
   return static_cast<int>(v);
 }
 
+void refuse_empty(const MatD& m, const char* what) {
+  if (m.rows() == 0 || m.cols() == 0)
+    throw std::invalid_argument(std::string(what) + ": the matrix is " + std::to_string(m.rows()) + "x" + std::to_string(m.cols()) +
+                                "; it must have at least one row and one column");
+}
+
 void succeeded(int info, const char* routine) {
   if (info != 0) throw std::runtime_error(std::string(routine) + " failed (info = " + std::to_string(info) + ")");
 }
@@ -33,9 +39,9 @@ void succeeded(int info, const char* routine) {
 
 // A row-major rows x cols matrix is, to LAPACK, the column-major cols x rows matrix m^T: the same
 // singular values.
-Eigen::VectorXd lapack_singular_values(const MatD& m) {
-  detail::refuse_empty(m, "lapack_singular_values");
-  const int rows = lapack_int(m.cols(), "lapack_singular_values"), cols = lapack_int(m.rows(), "lapack_singular_values");
+Eigen::VectorXd singular_values(const MatD& m) {
+  refuse_empty(m, "singular_values");
+  const int rows = lapack_int(m.cols(), "singular_values"), cols = lapack_int(m.rows(), "singular_values");
   std::vector<double> a(m.data(), m.data() + m.size());  // dgesdd overwrites its input
   Eigen::VectorXd s(std::min(rows, cols));
   std::vector<int> iwork(8 * static_cast<std::size_t>(std::min(rows, cols)));
@@ -51,8 +57,27 @@ Eigen::VectorXd lapack_singular_values(const MatD& m) {
   return s;
 }
 
+// m^T = U S V^T (column-major, as above), so m = V S U^T and m's polar factor is (U V^T)^T.
+MatD polar_factor(const MatD& m) {
+  refuse_empty(m, "polar_factor");
+  const int rows = lapack_int(m.cols(), "polar_factor"), cols = lapack_int(m.rows(), "polar_factor"), k = std::min(rows, cols);
+  std::vector<double> a(m.data(), m.data() + m.size());  // dgesvd overwrites its input
+  Eigen::VectorXd s(k);
+  Eigen::MatrixXd u(rows, k), vt(k, cols);
+  double size = 0;
+  const int query = -1;
+  int info = 0;
+  dgesvd_("S", "S", &rows, &cols, a.data(), &rows, s.data(), u.data(), &rows, vt.data(), &k, &size, &query, &info);
+  succeeded(info, "dgesvd (workspace query)");
+  std::vector<double> work(static_cast<std::size_t>(size));
+  const int lwork = static_cast<int>(work.size());
+  dgesvd_("S", "S", &rows, &cols, a.data(), &rows, s.data(), u.data(), &rows, vt.data(), &k, work.data(), &lwork, &info);
+  succeeded(info, "dgesvd");
+  return (u * vt).transpose();
+}
+
 Eigen::VectorXd gram_singular_values(const MatD& m) {
-  detail::refuse_empty(m, "gram_singular_values");
+  refuse_empty(m, "gram_singular_values");
   // column-major view: A = m^T, lda = m.cols(). rows <= cols: m m^T = A^T A; else m^T m = A A^T.
   const int lda = lapack_int(m.cols(), "gram_singular_values");
   const bool wide = m.rows() <= m.cols();

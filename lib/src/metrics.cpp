@@ -1,6 +1,5 @@
 #include "nsv/metrics.hpp"
 
-#include <Eigen/SVD>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -8,8 +7,6 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
-
-#include "refuse_empty.hpp"
 
 namespace nsv {
 namespace {
@@ -99,18 +96,6 @@ std::string ElementDiff::describe() const {
     s << ulps << " ulp";
   s << ", " << std::setprecision(9) << a << " vs " << b << ")";
   return s.str();
-}
-
-Eigen::VectorXd singular_values(const MatD& m) {
-  detail::refuse_empty(m, "singular_values");
-  const Eigen::BDCSVD<Eigen::MatrixXd> svd(m);  // values only: no U, V (half the time at 512 x 1024)
-  return svd.singularValues();
-}
-
-MatD polar_factor(const MatD& m) {
-  detail::refuse_empty(m, "polar_factor");
-  Eigen::BDCSVD<Eigen::MatrixXd> svd(Eigen::MatrixXd(m), Eigen::ComputeThinU | Eigen::ComputeThinV);
-  return svd.matrixU() * svd.matrixV().transpose();
 }
 
 }  // namespace nsv

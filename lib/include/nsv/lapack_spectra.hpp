@@ -1,18 +1,28 @@
 #pragma once
-// Singular values from LAPACK (OpenBLAS's blocked routines), for the checks at layer shapes,
-// where Eigen's BDCSVD and symmetric eigensolver (unblocked, level 2) cost seconds per call.
-// Measured at 512 x 1024, one thread: BDCSVD values only 94 ms, dgesdd 49 ms, dsyrk + dsyevd
-// 17 ms; at 2048 x 4096: dgesdd 2.6 s, dsyrk + dsyevd 0.7 s.
+// Singular values and the polar factor by LAPACK (OpenBLAS's blocked routines): every float64 SVD
+// of the suite. Not Eigen's BDCSVD: Eigen 3.4.0's (Debian 12's) deflation is wrong on some inputs
+// (fixed upstream after 3.4.0: Eigen MR 1507, issue 2491). On a 145 x 144 matrix designed with
+// singular values 10^(-3 i / 143) it returned values up to 4.6% off, with or without U and V,
+// where dgesdd, dgesvd and Jacobi agree to 4e-7 (the matrix's own float32 rounding): the wide
+// tier's seeded-matrix property found it; and 13% off on exactly repeated values
+// (rank_measures.cpp). It is also slower: at 512 x 1024, one thread, BDCSVD values only 94 ms,
+// dgesdd 49 ms, dsyrk + dsyevd 17 ms; at 2048 x 4096: dgesdd 2.6 s, dsyrk + dsyevd 0.7 s.
 #include <Eigen/Core>
 
 #include "nsv/matrix.hpp"
 
 namespace nsv {
 
-// Singular values, decreasing, by dgesdd (values only): backward stable, each within
-// p(m, n) u ||m||_2 of an exact one (LAPACK's error bound for the SVD). std::invalid_argument on an
-// empty matrix, std::runtime_error when LAPACK reports a failure.
-Eigen::VectorXd lapack_singular_values(const MatD& m);
+// Singular values, decreasing, by dgesdd (values only: dbdsdc's QR path, not its divide and
+// conquer): backward stable, each within p(m, n) u ||m||_2 of an exact one (LAPACK's error bound
+// for the SVD). std::invalid_argument on an empty matrix, std::runtime_error when LAPACK reports
+// a failure.
+Eigen::VectorXd singular_values(const MatD& m);
+
+// The polar factor U V^T of m from dgesvd's thin U and V^T (QR iteration: dgesdd's divide and
+// conquer with vectors has open reports of wrong values, Reference-LAPACK issue 316), the limit the
+// NS iteration approximates. Same errors as above.
+MatD polar_factor(const MatD& m);
 
 // The square roots of the eigenvalues of the short side's Gram matrix (dsyrk, then dsyevd, values
 // only), decreasing, negative rounding clamped to 0: accurate near the largest singular value

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "nsv/dtype.hpp"
+#include "nsv/lapack_spectra.hpp"  // singular_values, polar_factor: the measures the bounds take from a spectrum
 #include "nsv/matrix.hpp"
 
 namespace nsv {
@@ -29,10 +30,5 @@ struct ElementDiff {
   std::string describe() const;    // "3 of 64 elements differ; worst at (1,2): a=0x1.8p+0 b=... (4 ulp)"
 };
 ElementDiff compare_bits(const MatD& a, const MatD& b, DType ulp_dtype);
-
-// Singular values in decreasing order (float64 SVD).
-Eigen::VectorXd singular_values(const MatD& m);
-// The exact polar factor U V^T of m (float64 SVD), the limit the NS iteration approximates.
-MatD polar_factor(const MatD& m);
 
 }  // namespace nsv
