@@ -685,9 +685,24 @@ BOOST_AUTO_TEST_CASE(lapack_agrees_with_jacobi_where_bdcsvd_did_not) {
   BOOST_CHECK_LE(lapack_error_over_its_bound(g), 1.0);
 }
 
+// [bounded] largest_singular_value_below(g, t) is sigma_max < t wherever t^2 is outside the band
+// its rounding allows: (n + p) p u sigma_max^2 for the Gram matrix and 4 p u t^2 for the Cholesky
+// factorization (nsv/lapack_spectra.hpp); here t^2 = sigma_max^2 (1 +- 2 e), e = (n + p + 4) p u
+// (sigma_max by dgesdd, within n^2 u of itself: inside e). Both sides asserted: true above, false below.
+NSV_PROPERTY(cholesky_test_tells_the_largest_singular_value_from_t, ()) {
+  const MatD g = (*matrices()).values;
+  const Eigen::VectorXd s = singular_values(g);
+  RC_PRE(s(0) > 0);
+  const auto n = static_cast<double>(std::max(g.rows(), g.cols())), p = static_cast<double>(s.size());
+  const double e = std::max((n + p + 4) * p, n * n) * unit_roundoff(DType::fp64);
+  RC_ASSERT(largest_singular_value_below(g, s(0) * std::sqrt(1 + 2 * e)));
+  RC_ASSERT(!largest_singular_value_below(g, s(0) * std::sqrt(1 - 2 * e)));
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_matrix_is_refused) {
   BOOST_CHECK_THROW(singular_values(MatD(0, 3)), std::invalid_argument);
   BOOST_CHECK_THROW(polar_factor(MatD(3, 0)), std::invalid_argument);
+  BOOST_CHECK_THROW(largest_singular_value_below(MatD(0, 0), 1.0), std::invalid_argument);
   BOOST_CHECK_THROW(gram_singular_values(MatD(2, 0)), std::invalid_argument);
 }
 

@@ -10,6 +10,11 @@
 // ST2  repelling_fixed_point(k) is a fixed point of |p| (|p(x*)| = x* to 1e-9 relative) beyond
 //      which |p(x)| > x on the grid up to 4 x*; +inf only where |p(x)| - x keeps its sign on the
 //      grid over (0, 10].
+// ST3  map_derivative_bounds(schedule, steps, [0, w]) bounds the composed map's derivatives: on
+//      the grid, |phi(x + h) - phi(x)| <= D1 h and |phi(x + h) - 2 phi(x) + phi(x - h)| <= D2 h^2
+//      (mean value theorem: h phi'(xi) and h^2 phi''(xi)), plus 8 u max |phi| for the float64
+//      evaluations; and it is not vacuous: for one step the bounds are the largest |p'| and |p''|
+//      themselves, on keller's step over [0, 1] p'(0) = a and p''(1) = 6b + 20c, to 1e-10 relative.
 // PX1  first_step_prescaled(cfg, s) (the audit's spectrum-matched proxies) runs p_0(x / s) as
 //      its first step, evaluated here as the original step on x / s, and every later step k of
 //      the cfg.steps that run as cfg's own p_k: equal to 1e-13 relative (a few roundings of each evaluation).
@@ -20,6 +25,7 @@
 
 #include "check.hpp"
 #include "generators/configs.hpp"
+#include "nsv/coeffs.hpp"
 #include "nsv/proxy_measurement.hpp"
 #include "nsv/schedule_theory.hpp"
 
@@ -79,6 +85,34 @@ NSV_PROPERTY(ST2_repelling_fixed_point_is_the_last_crossing_of_the_diagonal, ())
   RC_ASSERT(x > 0);
   RC_ASSERT(std::abs(gap(x)) <= 1e-9 * x);
   for (int i = 1; i <= kGrid; ++i) RC_ASSERT(gap(x * (1 + 3.0 * i / kGrid)) > 0);
+}
+
+NSV_PROPERTY(ST3_map_derivative_bounds_bound_the_maps_differences, ()) {
+  CoeffSchedule schedule;
+  schedule.triples = *rc::gen::container<std::vector<Coeffs>>(*rc::gen::inRange<std::size_t>(1, 4), step_coefficients());
+  const int steps = static_cast<int>(schedule.triples.size());
+  const double w = *rc::gen::inRange(1, 1201) / 1000.0;
+  const MapDerivativeBounds d = map_derivative_bounds(schedule, steps, {0.0, w});
+  const auto phi = [&](double x) {
+    for (int k = 0; k < steps; ++k) x = p(schedule.at_step(k), x);
+    return x;
+  };
+  double top = 0;
+  for (int i = 0; i <= kGrid; ++i) top = std::max(top, std::abs(phi(w * i / kGrid)));
+  RC_PRE(std::isfinite(d.second) && std::isfinite(top));
+  const double h = w / kGrid, rounding = 8 * std::ldexp(1.0, -53) * top, slack = 1 + 1e-12;
+  RC_LOG() << "w " << w << ": D1 " << d.first << " D2 " << d.second << " max |phi| " << top << "\n";
+  for (int i = 0; i < kGrid; ++i) RC_ASSERT(std::abs(phi((i + 1) * h) - phi(i * h)) <= d.first * h * slack + rounding);
+  for (int i = 1; i < kGrid; ++i)
+    RC_ASSERT(std::abs(phi((i + 1) * h) - 2 * phi(i * h) + phi((i - 1) * h)) <= d.second * h * h * slack + rounding);
+}
+
+BOOST_AUTO_TEST_CASE(ST3_map_derivative_bounds_of_one_step_are_its_largest_derivatives) {
+  const CoeffSchedule keller = builtin_schedule("keller");
+  const Coeffs& k = keller.at_step(0);
+  const MapDerivativeBounds d = map_derivative_bounds(keller, 1, {0.0, 1.0});
+  BOOST_CHECK_CLOSE(d.first, std::abs(k.a), 1e-8);                 // percent
+  BOOST_CHECK_CLOSE(d.second, std::abs(6 * k.b + 20 * k.c), 1e-8);  // p''(1); |p''| at y^2 = -b / (10c) is 9.3
 }
 
 NSV_PROPERTY(PX1_a_prescaled_first_step_is_the_step_on_x_over_s, ()) {

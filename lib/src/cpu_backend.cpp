@@ -12,8 +12,7 @@
 #include "ns_algorithm.hpp"
 #include "sharded_frame.hpp"
 #include "nsv/backend.hpp"
-
-extern "C" void openblas_set_num_threads(int);
+#include "nsv/blas_threads.hpp"
 
 namespace nsv {
 namespace {
@@ -296,12 +295,11 @@ MatD whole(const MatD& g, const NsConfig& cfg) {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() { openblas_set_num_threads(1); }
-
   std::string_view name() const override { return "cpu"; }
 
   Batch newton_schulz(const Batch& inputs, const NsConfig& cfg) const override {
     cfg.validate();
+    const OneBlasThread pinned;  // the bits of single-threaded GEMMs (blas_threads.hpp)
     Batch out(inputs.size());
     const auto n = static_cast<std::ptrdiff_t>(inputs.size());
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
@@ -312,6 +310,7 @@ class CpuBackend final : public Backend {
   ShardedResult newton_schulz_hosted(const std::vector<MatD>& shards, int axis, std::int64_t split_extent,
                                      Iteration iteration, Communicator& comm, const NsConfig& cfg) const override {
     cfg.validate();
+    const OneBlasThread pinned;
     if (shards.size() != comm.hosted_ranks().size())
       throw std::invalid_argument("one shard per hosted rank is required");
     const auto frame =

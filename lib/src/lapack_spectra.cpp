@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "nsv/blas_threads.hpp"
+
 extern "C" {
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u, const int* ldu,
              double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info);
@@ -13,6 +15,7 @@ void dgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, do
              const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* info);
 void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const double* a, const int* lda,
             const double* beta, double* c, const int* ldc);
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work, const int* lwork,
              int* iwork, const int* liwork, int* info);
 }
@@ -35,11 +38,31 @@ void succeeded(int info, const char* routine) {
   if (info != 0) throw std::runtime_error(std::string(routine) + " failed (info = " + std::to_string(info) + ")");
 }
 
+// The short side's Gram matrix of m, p x p column-major, its lower triangle filled (dsyrk).
+struct ShortSideGram {
+  int p = 0;
+  std::vector<double> lower;
+};
+ShortSideGram short_side_gram(const MatD& m, const char* what) {
+  refuse_empty(m, what);
+  // column-major view: A = m^T, lda = m.cols(). rows <= cols: m m^T = A^T A; else m^T m = A A^T.
+  const int lda = lapack_int(m.cols(), what);
+  const bool wide = m.rows() <= m.cols();
+  ShortSideGram g;
+  g.p = lapack_int(wide ? m.rows() : m.cols(), what);
+  const int k = lapack_int(wide ? m.cols() : m.rows(), what);
+  g.lower.assign(static_cast<std::size_t>(g.p) * static_cast<std::size_t>(g.p), 0.0);
+  const double one = 1, zero = 0;
+  dsyrk_("L", wide ? "T" : "N", &g.p, &k, &one, m.data(), &lda, &zero, g.lower.data(), &g.p);
+  return g;
+}
+
 }  // namespace
 
 // A row-major rows x cols matrix is, to LAPACK, the column-major cols x rows matrix m^T: the same
 // singular values.
 Eigen::VectorXd singular_values(const MatD& m) {
+  const OneBlasThread pinned;  // the same bits on every machine (blas_threads.hpp)
   refuse_empty(m, "singular_values");
   const int rows = lapack_int(m.cols(), "singular_values"), cols = lapack_int(m.rows(), "singular_values");
   std::vector<double> a(m.data(), m.data() + m.size());  // dgesdd overwrites its input
@@ -59,6 +82,7 @@ Eigen::VectorXd singular_values(const MatD& m) {
 
 // m^T = U S V^T (column-major, as above), so m = V S U^T and m's polar factor is (U V^T)^T.
 MatD polar_factor(const MatD& m) {
+  const OneBlasThread pinned;  // the same bits on every machine (blas_threads.hpp)
   refuse_empty(m, "polar_factor");
   const int rows = lapack_int(m.cols(), "polar_factor"), cols = lapack_int(m.rows(), "polar_factor"), k = std::min(rows, cols);
   std::vector<double> a(m.data(), m.data() + m.size());  // dgesvd overwrites its input
@@ -77,27 +101,33 @@ MatD polar_factor(const MatD& m) {
 }
 
 Eigen::VectorXd gram_singular_values(const MatD& m) {
-  refuse_empty(m, "gram_singular_values");
-  // column-major view: A = m^T, lda = m.cols(). rows <= cols: m m^T = A^T A; else m^T m = A A^T.
-  const int lda = lapack_int(m.cols(), "gram_singular_values");
-  const bool wide = m.rows() <= m.cols();
-  const int p = lapack_int(wide ? m.rows() : m.cols(), "gram_singular_values");
-  const int k = lapack_int(wide ? m.cols() : m.rows(), "gram_singular_values");
-  std::vector<double> gram(static_cast<std::size_t>(p) * static_cast<std::size_t>(p), 0.0);
-  const double one = 1, zero = 0;
-  dsyrk_("L", wide ? "T" : "N", &p, &k, &one, m.data(), &lda, &zero, gram.data(), &p);
+  const OneBlasThread pinned;  // the same bits on every machine (blas_threads.hpp)
+  ShortSideGram gram = short_side_gram(m, "gram_singular_values");
+  const int p = gram.p;
   Eigen::VectorXd w(p);
   double size = 0;
   int isize = 0, info = 0;
   const int query = -1;
-  dsyevd_("N", "L", &p, gram.data(), &p, w.data(), &size, &query, &isize, &query, &info);
+  dsyevd_("N", "L", &p, gram.lower.data(), &p, w.data(), &size, &query, &isize, &query, &info);
   succeeded(info, "dsyevd (workspace query)");
   std::vector<double> work(static_cast<std::size_t>(size));
   std::vector<int> iwork(static_cast<std::size_t>(std::max(isize, 1)));
   const int lwork = static_cast<int>(work.size()), liwork = static_cast<int>(iwork.size());
-  dsyevd_("N", "L", &p, gram.data(), &p, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info);
+  dsyevd_("N", "L", &p, gram.lower.data(), &p, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info);
   succeeded(info, "dsyevd");
   return w.reverse().cwiseMax(0.0).cwiseSqrt();  // ascending -> decreasing
+}
+
+bool largest_singular_value_below(const MatD& m, double t) {
+  const OneBlasThread pinned;  // the same bits on every machine (blas_threads.hpp)
+  ShortSideGram gram = short_side_gram(m, "largest_singular_value_below");
+  const int p = gram.p;
+  for (double& v : gram.lower) v = -v;  // t^2 I - G (dpotrf reads the lower triangle only)
+  for (int i = 0; i < p; ++i) gram.lower[static_cast<std::size_t>(i) * static_cast<std::size_t>(p + 1)] += t * t;
+  int info = 0;
+  dpotrf_("L", &p, gram.lower.data(), &p, &info);
+  if (info < 0) succeeded(info, "dpotrf");
+  return info == 0;
 }
 
 }  // namespace nsv

@@ -25,6 +25,15 @@ std::vector<double> positive_roots(double c, double b, double d) {
   return ys;
 }
 
+// The largest |f(x)| over [lo, hi], f's extremes there being at the ends or at `critical` (a
+// point of f' = 0, used where it lies inside; NaN where there is none).
+template <class F>
+double largest_magnitude(F f, ScalarInterval in, double critical) {
+  double best = std::max(std::abs(f(in.lo)), std::abs(f(in.hi)));
+  if (critical > in.lo && critical < in.hi) best = std::max(best, std::abs(f(critical)));
+  return best;
+}
+
 }  // namespace
 
 ScalarInterval interval_image(const Coeffs& k, ScalarInterval in) {
@@ -51,6 +60,24 @@ ScalarInterval singular_value_image(const Coeffs& k, ScalarInterval in) {
 ScalarInterval schedule_band(const CoeffSchedule& schedule, int steps, ScalarInterval in) {
   for (int s = 0; s < steps; ++s) in = singular_value_image(schedule.at_step(s), in);
   return in;
+}
+
+MapDerivativeBounds map_derivative_bounds(const CoeffSchedule& schedule, int steps, ScalarInterval in) {
+  MapDerivativeBounds d;
+  for (int s = 0; s < steps; ++s) {
+    const Coeffs& k = schedule.at_step(s);
+    const double no_critical = std::numeric_limits<double>::quiet_NaN();
+    // p' as a function of y: extremes where d/dy (a + 3b y^2 + 5c y^4) = 0, y^2 = -3b / (10c)
+    const double first = largest_magnitude([&](double y) { return k.a + y * y * (3 * k.b + 5 * k.c * y * y); }, in,
+                                           k.c != 0 ? std::sqrt(-3 * k.b / (10 * k.c)) : no_critical);
+    // p''(y) = 6b y + 20c y^3: extremes where 6b + 60c y^2 = 0
+    const double second = largest_magnitude([&](double y) { return y * (6 * k.b + 20 * k.c * y * y); }, in,
+                                            k.c != 0 ? std::sqrt(-k.b / (10 * k.c)) : no_critical);
+    d.second = second * d.first * d.first + first * d.second;
+    d.first *= first;
+    in = singular_value_image(k, in);
+  }
+  return d;
 }
 
 double repelling_fixed_point(const Coeffs& k) {

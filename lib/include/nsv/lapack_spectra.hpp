@@ -29,4 +29,12 @@ MatD polar_factor(const MatD& m);
 // (relative error about n p u), a tiny one only to about sqrt(n p u) sigma_max. Same errors as above.
 Eigen::VectorXd gram_singular_values(const MatD& m);
 
+// Whether m's largest singular value is below t, without an eigensolver: t^2 I - G is positive
+// definite for G the short side's Gram matrix exactly when sigma_max < t, and a Cholesky
+// factorization (dpotrf, p^3 / 3 flops against dsyevd's tridiagonalization, 4 p^3 / 3 and half of
+// it matrix-vector) succeeds exactly on positive definite matrices, to its backward error
+// (c p u ||t^2 I - G||). With G's own rounding as above, the answer is right wherever sigma_max^2
+// is farther than (n + p) p u sigma_max^2 + c p u t^2 from t^2, and may go either way inside.
+bool largest_singular_value_below(const MatD& m, double t);
+
 }  // namespace nsv
