@@ -44,6 +44,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "nsv/blas_threads.hpp"
 #include "nsv/kernels.hpp"
 #include "nsv/matrix.hpp"
 
@@ -255,6 +256,7 @@ class Kernel {
 };
 
 inline MatD newton_schulz(const MatD& g, const NsConfig& cfg, Reading reading = Reading::as_described) {
+  const OneBlasThread pinned;  // OpenBLAS's bits are those of its thread count: one, as the reference's
   return cfg.dtype == DType::fp64 ? Kernel<double>(cfg, reading).run(g) : Kernel<float>(cfg, reading).run(g);
 }
 

@@ -7,7 +7,8 @@
 # reports/performance.md from the results (`python3 tools/report performance RESULTS_DIR`, which
 # re-renders it without measuring anything).
 # Environment: QUICK=1 drops 4096x4096 from the torch run (the slowest part, ~1 min);
-#   OVERHEAD_BEFORE=FILE (a tools/bench/nsverify_overhead.py --json of an earlier build) and
+#   OVERHEAD_BEFORE=FILE (a tools/bench/nsverify_overhead.py --json of an earlier build, run as this
+#   stage runs it: OPENBLAS_NUM_THREADS unset) and
 #   OVERHEAD_BEFORE_LABEL (what it measured): shown beside the checker overhead;
 #   STAGES="bench torch sweep memory accuracy overhead" (default: all) reruns only some stages, keeping the other
 #   stages' result files, then rewrites the report; STAGES=layer (never in the default: about 15
@@ -29,6 +30,10 @@ NSV=$BUILD/tools/nsv/nsv
 BENCH=$BUILD/tools/bench/nsv_bench
 
 export OPENBLAS_NUM_THREADS=1
+# The checker's stages (overhead, layer) time the user's kernel as it runs in the user's program,
+# on the machine's OpenBLAS threads: OPENBLAS_NUM_THREADS unset there. nsverify's own BLAS and
+# LAPACK calls hold one thread each whatever the count (lib/include/nsv/blas_threads.hpp).
+USERS_THREADS=(env -u OPENBLAS_NUM_THREADS)
 STAGES=${STAGES:-bench torch sweep memory accuracy overhead}
 has() { if [[ " $STAGES " == *" $1 "* ]]; then echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $(uptime)" > "$OUT/stage_$1"; return 0; fi; return 1; }
 
@@ -113,8 +118,8 @@ fi
 if has overhead; then
 echo "== the checks' own time per case beside the callable's (tools/bench/nsverify_overhead.py; issue 31)"
 rm -f "$OUT/overhead.json" "$OUT/overhead_before.json" "$OUT/overhead_before.txt"
-PYTHONPATH="$BUILD/python" $PY tools/bench/nsverify_overhead.py --cases 3 --shapes 64x128,512x1024,1024x4096 \
-  --json "$OUT/overhead.json"
+PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/nsverify_overhead.py --cases 3 \
+  --shapes 64x128,512x1024,1024x4096 --json "$OUT/overhead.json"
 if [ -n "${OVERHEAD_BEFORE:-}" ]; then
   cp "$OVERHEAD_BEFORE" "$OUT/overhead_before.json"
   echo "${OVERHEAD_BEFORE_LABEL:-an earlier build}" > "$OUT/overhead_before.txt"
@@ -124,7 +129,8 @@ fi
 if has layer; then
 echo "== the checks at a layer's shape, one case per property (tools/bench/nsverify_overhead.py; issue 31)"
 rm -f "$OUT/overhead_layer.json"
-PYTHONPATH="$BUILD/python" $PY tools/bench/nsverify_overhead.py --cases 1 --shapes 4096x14336 --json "$OUT/overhead_layer.json"
+PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/nsverify_overhead.py --cases 1 --shapes 4096x14336 \
+  --json "$OUT/overhead_layer.json"
 fi
 
 echo "== report"
