@@ -349,38 +349,39 @@ void input_untouched(const KernelUnderTest& impl, const KernelDomain& d) {
 
 // || phi(c1 xhat) - phi(c2 xhat) || / || phi(c2 xhat) ||: how much the exact map's output
 // changes when the normalized singular values xhat (of G / ||G||) are scaled by c1 instead of
-// c2. Scaling G by s changes c = ||G|| / (||G|| + eps) and nothing else.
-double eps_effect(const Eigen::VectorXd& xhat, double c1, double c2, const NsConfig& cfg) {
-  double num = 0, den = 0;
+// c2. Scaling G by s changes c = ||G|| / (||G|| + eps) and nothing else. The two squared norms,
+// which the estimate and its upper bound below share.
+struct EpsEffect {
+  double change2 = 0, output2 = 0;  // ||phi(c1 xhat) - phi(c2 xhat)||^2, ||phi(c2 xhat)||^2
+  double estimate() const { return output2 == 0 ? 0.0 : std::sqrt(change2 / output2); }
+};
+EpsEffect eps_effect(const Eigen::VectorXd& xhat, double c1, double c2, const NsConfig& cfg) {
+  EpsEffect e;
   for (Eigen::Index i = 0; i < xhat.size(); ++i) {
     const double a = props::scalar_map(cfg, c1 * xhat(i)), b = props::scalar_map(cfg, c2 * xhat(i));
-    num += (a - b) * (a - b);
-    den += b * b;
+    e.change2 += (a - b) * (a - b);
+    e.output2 += b * b;
   }
-  return den == 0 ? 0.0 : std::sqrt(num / den);
+  return e;
 }
 
-// eps_effect(x) for the exact normalized singular values x, bounded from above from a spectrum x~
-// with |x~_i - x_i| <= delta (the bounds' spectrum: no SVD of its own). Per singular value, with
-// f(x) = phi(c1 x) - phi(c2 x) and h(x) = phi(c2 x), every x_i and x~_i in I = [0, X], X = max x~ + delta:
+// The estimate for the exact normalized singular values x, bounded from above from `at`, the
+// effect at a spectrum x~ with |x~_i - x_i| <= delta (the bounds' spectrum: no SVD of its own).
+// Per singular value, with f(x) = phi(c1 x) - phi(c2 x) and h(x) = phi(c2 x), every x_i and x~_i
+// in I = [0, X], X = max x~ + delta:
 //   c1 phi'(c1 z) - c2 phi'(c2 z) = int_c2^c1 (phi'(c z) + c z phi''(c z)) dc, so
 //   |f(x~_i) - f(x_i)| <= delta |c1 - c2| (D1 + W D2) and |h(x~_i) - h(x_i)| <= delta c2 D1,
 // D1, D2 bounds on |phi'|, |phi''| over [0, W], W = max(c1, c2) X (map_derivative_bounds). Over
 // the p values: ||f(x)|| <= ||f(x~)|| + sqrt(p) delta |c1 - c2| (D1 + W D2) and ||h(x)|| >=
-// ||h(x~)|| - sqrt(p) delta c2 D1, whose ratio bounds eps_effect(x) (+inf where the denominator is
-// not positive).
-double eps_effect_upper_bound(const Eigen::VectorXd& xtilde, double delta, double c1, double c2, const NsConfig& cfg) {
-  double num = 0, den = 0;
-  for (Eigen::Index i = 0; i < xtilde.size(); ++i) {
-    const double a = props::scalar_map(cfg, c1 * xtilde(i)), b = props::scalar_map(cfg, c2 * xtilde(i));
-    num += (a - b) * (a - b);
-    den += b * b;
-  }
+// ||h(x~)|| - sqrt(p) delta c2 D1, whose ratio bounds the estimate at x (+inf where the denominator
+// is not positive).
+double eps_effect_upper_bound(const EpsEffect& at, const Eigen::VectorXd& xtilde, double delta, double c1, double c2,
+                              const NsConfig& cfg) {
   const double w = std::max(c1, c2) * (xtilde.maxCoeff() + delta);
   const MapDerivativeBounds d = map_derivative_bounds(cfg.coeffs, cfg.steps, {0.0, w});
   const double spread = std::sqrt(static_cast<double>(xtilde.size())) * delta;
-  const double low = std::sqrt(den) - spread * c2 * d.first;
-  return low > 0 ? (std::sqrt(num) + spread * std::abs(c1 - c2) * (d.first + w * d.second)) / low
+  const double low = std::sqrt(at.output2) - spread * c2 * d.first;
+  return low > 0 ? (std::sqrt(at.change2) + spread * std::abs(c1 - c2) * (d.first + w * d.second)) / low
                  : std::numeric_limits<double>::infinity();
 }
 
@@ -413,18 +414,20 @@ void positive_scaling(const KernelUnderTest& impl, const KernelDomain& d) {
   // B(sG) from G's spectrum: sG's singular values are s times G's (to u64 ||sG||, the float64
   // product's rounding), normalized by ||sG|| + eps
   const double scaled_norm = std::sqrt(scaled.cwiseAbs2().sum());
-  const Eigen::VectorXd scaled_spectrum = props::remembered_singular_values(g.values) * (s / (scaled_norm + cfg.eps));
+  const Eigen::VectorXd spectrum = props::remembered_singular_values(g.values);
+  const Eigen::VectorXd scaled_spectrum = spectrum * (s / (scaled_norm + cfg.eps));
   const double bound =
       tol.bound(props::rounding_bound(g.values, cfg) + props::rounding_bound(scaled_spectrum, scaled.rows(), scaled.cols(), cfg));
   const double c1 = s * norm / (s * norm + cfg.eps), c2 = norm / (norm + cfg.eps);
   // from the bounds' spectrum: within bounds_spectrum_error sigma_max <= that times ||G|| of the
   // exact one (the factor covers the float64 ||G||'s own rounding, below m n u64 <= 1e-6)
-  const Eigen::VectorXd remembered = props::remembered_singular_values(g.values) / norm;
+  const Eigen::VectorXd xtilde = spectrum / norm;
+  const EpsEffect at_xtilde = eps_effect(xtilde, c1, c2, cfg);
   double predicted = eps_effect_upper_bound(
-      remembered, props::bounds_spectrum_error(g.values.rows(), g.values.cols()) * (1 + 1e-6), c1, c2, cfg);
-  if (!(predicted - eps_effect(remembered, c1, c2, cfg) <= kEpsEffectSlackShare * bound))
+      at_xtilde, xtilde, props::bounds_spectrum_error(g.values.rows(), g.values.cols()) * (1 + 1e-6), c1, c2, cfg);
+  if (!(predicted - at_xtilde.estimate() <= kEpsEffectSlackShare * bound))
     // the accurate float64 spectrum (dgesdd, each value within p(n) u64 sigma_max: svd_error)
-    predicted = eps_effect(singular_values(g.values) / norm, c1, c2, cfg);
+    predicted = eps_effect(singular_values(g.values) / norm, c1, c2, cfg).estimate();
   RC_LOG() << "s = " << exact(s) << ", predicted eps effect " << predicted << '\n';
   // measured <= predicted + bound, written so that the recorded ratio is the rounding part's
   assert_within("||NS(sG) - NS(G)|| / ||NS(G)|| - predicted eps effect (s = " + exact(s) + ")",
