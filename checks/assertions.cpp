@@ -13,7 +13,7 @@ namespace {
 [[noreturn]] void fail_with(FailureDetail d, const std::string& message) {
   CaseLog& log = case_log();
   d.input = log.input;
-  d.matrices = log.matrices;
+  d.matrices.assign(log.matrices.of_this_case().begin(), log.matrices.of_this_case().end());
   log.last_failure = std::move(d);
   throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Failure, message);
 }
@@ -39,10 +39,17 @@ CaseLog& case_log() {
 void note_input(std::string description) {
   CaseLog& log = case_log();
   log.input = std::move(description);
-  log.matrices.clear();
+  log.matrices.start_case();
 }
 
-void note_matrix(std::string name, const MatD& m) { case_log().matrices.emplace_back(std::move(name), m); }
+void NotedMatrices::add(std::string name, const MatD& m) {
+  if (used_ == entries_.size()) entries_.emplace_back();
+  auto& [noted_name, noted] = entries_[used_++];
+  noted_name = std::move(name);
+  noted = m;  // keeps noted's storage where the size is the same
+}
+
+void note_matrix(std::string name, const MatD& m) { case_log().matrices.add(std::move(name), m); }
 
 std::string exact(double v) {
   std::ostringstream s;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -51,27 +52,35 @@ inline Batch ns_batch(const Batch& inputs, const NsConfig& cfg) {
   for (const MatD& x : inputs) out.push_back(ns(x, cfg));
   return out;
 }
-inline std::pair<MatD, MatD> ns_side_by_side(const MatD& a, const NsConfig& ca, const MatD& b, const NsConfig& cb) {
-  MatD ra, rb;
+// {a(), b()}, each on its own OpenMP thread where `large` (else one after the other); an
+// exception inside either is rethrown on the caller's thread.
+template <class A, class B>
+auto side_by_side(bool large, const A& a, const B& b) {
+  std::invoke_result_t<A> ra;
+  std::invoke_result_t<B> rb;
   std::exception_ptr failed[2];
-#pragma omp parallel sections num_threads(2) if (a.size() >= kSideBySideMinElements && b.size() >= kSideBySideMinElements)
+#pragma omp parallel sections num_threads(2) if (large)
   {
 #pragma omp section
     try {
-      ra = ns(a, ca);
+      ra = a();
     } catch (...) {
       failed[0] = std::current_exception();
     }
 #pragma omp section
     try {
-      rb = ns(b, cb);
+      rb = b();
     } catch (...) {
       failed[1] = std::current_exception();
     }
   }
   for (const auto& f : failed)
     if (f) std::rethrow_exception(f);
-  return {std::move(ra), std::move(rb)};
+  return std::pair{std::move(ra), std::move(rb)};
+}
+inline std::pair<MatD, MatD> ns_side_by_side(const MatD& a, const NsConfig& ca, const MatD& b, const NsConfig& cb) {
+  return side_by_side(a.size() >= kSideBySideMinElements && b.size() >= kSideBySideMinElements, [&] { return ns(a, ca); },
+                      [&] { return ns(b, cb); });
 }
 
 inline NsConfig with_dtype(NsConfig cfg, DType d) {
@@ -129,13 +138,35 @@ inline const Eigen::VectorXd* already_remembered(const MatD& g) {
       return &e.values;
   return nullptr;
 }
-inline Eigen::VectorXd remembered_singular_values(const MatD& g) {
-  if (const Eigen::VectorXd* known = already_remembered(g)) return *known;
+inline void remember(const MatD& g, Eigen::VectorXd values) {
   constexpr std::size_t kRemembered = 3;
   std::vector<RememberedSpectrum>& entries = remembered_spectra();
   if (entries.size() == kRemembered) entries.erase(entries.begin());
-  entries.push_back({g, spectrum_for_the_bounds(g)});
-  return entries.back().values;
+  entries.push_back({g, std::move(values)});
+}
+inline Eigen::VectorXd remembered_singular_values(const MatD& g) {
+  if (const Eigen::VectorXd* known = already_remembered(g)) return *known;
+  remember(g, spectrum_for_the_bounds(g));
+  return remembered_spectra().back().values;
+}
+// Both spectra remembered, those not yet known computed side by side (each its own Gram matrix and
+// eigensolver on one thread, the same bits as alone), then remembered on this thread: the cache
+// is the caller's thread's, not the helper's. K5 at 512 x 1024 spends most of its own time here.
+inline void remember_both(const MatD& a, const MatD& b) {
+  if (already_remembered(a)) {
+    remembered_singular_values(b);
+    return;
+  }
+  if (already_remembered(b)) {
+    remembered_singular_values(a);
+    return;
+  }
+  // side by side from 2^27 multiply-adds of the Gram matrix each (about 1 ms), as row_panels.hpp
+  const auto large = [](const MatD& m) { return static_cast<double>(m.size()) * std::min(m.rows(), m.cols()) >= 0x1p27; };
+  auto [sa, sb] = side_by_side(large(a) && large(b), [&] { return spectrum_for_the_bounds(a); },
+                               [&] { return spectrum_for_the_bounds(b); });
+  remember(a, std::move(sa));
+  remember(b, std::move(sb));
 }
 
 // G's singular values divided by ||G||_F + eps from the spectrum above: what L(G) and F(G) are
@@ -479,6 +510,7 @@ inline BandSpectra band_spectra(const MatD& g, const MatD& out, const NsConfig& 
   if (cfg.steps == 0 ||
       cheap_error > step_rounding(cfg.coeffs.at_step(0), effective_unit_roundoff(cfg, std::max(g.rows(), g.cols()))))
     return {normalized_singular_values(g, cfg.eps), accurate_singular_values(out), std::nullopt};
+  remember_both(g, out);
   return {normalized_spectrum(g, cfg), remembered_singular_values(out), cheap_error};
 }
 

@@ -88,6 +88,7 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
   const auto property = rc::detail::toProperty(one_case);
   const rc::detail::TestResult result = replay ? rc::detail::checkProperty(property, metadata, params, listener, *replay)
                                                : rc::detail::checkProperty(property, metadata, params, listener);
+  case_log().matrices = {};  // the noted matrices' storage goes with the run (a failure has its own copies)
   PropertyOutcome out;
   out.id = id;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

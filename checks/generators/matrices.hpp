@@ -101,11 +101,14 @@ inline std::size_t normals_needed(const Shape& s, const Spectrum& spec) {
   return 0;
 }
 
-inline MatD to_float32_values(const MatD& m) { return m.cast<float>().cast<double>(); }
-
 // Round to float32 first, then scale by a power of two: the scaling is exact, so the scaled
-// matrix is float32-representable whenever its values stay in float32's normal range.
-inline MatD finished(const MatD& g, const Spectrum& spec) { return to_float32_values(g) * std::ldexp(1.0, spec.scale_exponent); }
+// matrix is float32-representable whenever its values stay in float32's normal range. In place:
+// a fresh 4096 x 14336 matrix costs a page fault per 4 KiB.
+inline MatD finished(MatD g, const Spectrum& spec) {
+  const double scale = std::ldexp(1.0, spec.scale_exponent);
+  g = g.cast<float>().cast<double>() * scale;
+  return g;
+}
 
 inline MatD build(const Shape& s, const Spectrum& spec, const std::vector<double>& z, const std::vector<std::int64_t>& ints) {
   NormalStream normals{z};
@@ -133,7 +136,7 @@ inline MatD build(const Shape& s, const Spectrum& spec, const std::vector<double
     }
     case Spectrum::Kind::file: throw std::invalid_argument("the property generators draw no file spectrum");
   }
-  return finished(g, spec);
+  return finished(std::move(g), spec);
 }
 
 }  // namespace detail

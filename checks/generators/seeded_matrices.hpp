@@ -49,9 +49,8 @@ inline Philox::ctr_type block(std::uint64_t seed, std::uint32_t stream, std::uin
   return Philox()(counter, key);
 }
 
-// count standard normal values of stream s, two per block.
-inline std::vector<double> normals(std::uint64_t seed, std::uint32_t stream, std::size_t count) {
-  std::vector<double> z(count);
+// z[0 .. count) := standard normal values of stream s, two per block.
+inline void fill_normals(std::uint64_t seed, std::uint32_t stream, double* z, std::size_t count) {
   const auto blocks = static_cast<std::int64_t>((count + 1) / 2);
 #pragma omp parallel for schedule(static)
   for (std::int64_t b = 0; b < blocks; ++b) {
@@ -61,12 +60,19 @@ inline std::vector<double> normals(std::uint64_t seed, std::uint32_t stream, std
     z[i] = pair.x;
     if (i + 1 < count) z[i + 1] = pair.y;
   }
+}
+
+inline std::vector<double> normals(std::uint64_t seed, std::uint32_t stream, std::size_t count) {
+  std::vector<double> z(count);
+  fill_normals(seed, stream, z.data(), count);
   return z;
 }
 
+// Filled in place: a large matrix is not built twice.
 inline MatD normal_matrix(std::uint64_t seed, std::uint32_t stream, Eigen::Index rows, Eigen::Index cols) {
-  const std::vector<double> z = normals(seed, stream, static_cast<std::size_t>(rows * cols));
-  return Eigen::Map<const MatD>(z.data(), rows, cols);
+  MatD m(rows, cols);
+  fill_normals(seed, stream, m.data(), static_cast<std::size_t>(m.size()));
+  return m;
 }
 
 // Value k of stream s, uniform in [0, bound) (a 32-bit word reduced by multiply-shift; the bias,

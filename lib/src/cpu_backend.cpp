@@ -1,8 +1,9 @@
 // The CPU reference backend: OpenBLAS GEMMs (single-threaded per call, so a product's bits
 // depend only on its operands) with the dtype emulation of SPEC §1.5 around them. Parallelism
-// comes from running independent matrices on different OpenMP threads, never from splitting
-// one product, which is what makes the determinism contract hold for any thread count.
-#include <cblas.h>
+// comes from running independent matrices on different OpenMP threads, and within one matrix from
+// the fixed row panels of row_panels.hpp, never from a thread count a product is split by, which
+// is what makes the determinism contract hold for any thread count.
+#include <omp.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -10,28 +11,13 @@
 
 #include "normalize.hpp"
 #include "ns_algorithm.hpp"
+#include "row_panels.hpp"
 #include "sharded_frame.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/blas_threads.hpp"
 
 namespace nsv {
 namespace {
-
-// --- BLAS dispatch on the element type --------------------------------------------------------
-// C (m x n) = A (m x k) B (k x n), row-major, with leading dimensions (a block of a larger
-// matrix is passed in place).
-void blas_gemm(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-}
-void blas_gemm(int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-}
-void blas_syrk(int n, int k, float alpha, const float* a, float* c) {
-  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, n, k, alpha, a, k, 0.0f, c, n);
-}
-void blas_syrk(int n, int k, double alpha, const double* a, double* c) {
-  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, n, k, alpha, a, k, 0.0, c, n);
-}
 
 int as_int(Eigen::Index v) {
   if (v > Eigen::Index{2147483647}) throw std::invalid_argument("matrix dimension exceeds BLAS int range");
@@ -79,7 +65,8 @@ class CpuOps {
       mirror_upper(c);
       return c;
     }
-    blas_syrk(as_int(y.rows()), as_int(y.cols()), T(1), y.data(), c.data());
+    const int k = as_int(y.cols());
+    detail::upper_gram(y.data(), as_int(y.rows()), k, k, false, c.data());
     mirror_upper(c);
     return rounded(std::move(c));
   }
@@ -103,8 +90,12 @@ class CpuOps {
     if (compute_sums_) return naive_product(a, b);
     Matrix c = fresh(a.rows(), b.cols());
     if (a.cols() == 0 || c.size() == 0) return c.setZero();
-    const int m = as_int(a.rows()), n = as_int(b.cols()), k = as_int(a.cols());
-    blas_gemm(m, n, k, a.data(), k, b.data(), n, c.data(), n);
+    const int n = as_int(b.cols()), k = as_int(a.cols());
+    as_int(a.rows());  // so every panel's row count fits BLAS's int
+    detail::for_each_row_panel(a.rows(), detail::product_panel_rows(a.rows()), static_cast<double>(a.rows()) * n * k,
+                               [&](Eigen::Index i0, Eigen::Index h) {
+      detail::gemm_rows(CblasNoTrans, CblasNoTrans, static_cast<int>(h), n, k, a.data() + i0 * k, k, b.data(), n, c.data() + i0 * n, n);
+    });
     return rounded(std::move(c));
   }
 
@@ -183,29 +174,28 @@ class CpuOps {
 
   // The upper triangle of round(A' B), A' = round(alpha A) when `alpha` is given, else A; the
   // strictly lower triangle is then the mirror image of the upper one. The triangle is covered by
-  // row panels [i0, i0 + h) x [i0, n), one GEMM each: about (1 + h/n)/2 of a full product's
-  // FLOPs. The panels depend on n only, so the bits depend on the operands only (contract D).
+  // the row panels of row_panels.hpp, [i0, i0 + h) x [i0, n), one GEMM each: about (1 + h/n)/2 of
+  // a full product's FLOPs. Each thread scales its panels' rows into its own scratch rows.
   Matrix upper_product(const Matrix& a, const Matrix& b, const Scalar* alpha) const {
     const Eigen::Index n = a.rows();
     Matrix c = fresh(n, n);
     if (n == 0) return c;
-    const Eigen::Index h = panel_rows(n);
-    std::vector<T>& scaled = panel_;
-    if (alpha) scaled.resize(static_cast<std::size_t>(h * n));
-    for (Eigen::Index i0 = 0; i0 < n; i0 += h) {
-      const Eigen::Index rows = std::min(h, n - i0);
+    as_int(n);  // so every panel's sizes fit BLAS's int
+    if (alpha) scratch_.resize(static_cast<std::size_t>(omp_get_max_threads()));
+    detail::for_each_row_panel(n, detail::triangle_panel_rows(n), 0.5 * static_cast<double>(n) * n * n,
+                               [&](Eigen::Index i0, Eigen::Index rows) {
       const T* left = a.data() + i0 * n;
       if (alpha) {
+        std::vector<T>& scaled = scratch_[static_cast<std::size_t>(omp_get_thread_num())];
+        scaled.resize(static_cast<std::size_t>(rows * n));
         rounded_scaled_rows(*alpha, a, i0, rows, scaled.data());
         left = scaled.data();
       }
       panel_product(left, rows, b, i0, c);
-    }
+    });
     mirror_upper(c);
     return c;
   }
-
-  static Eigen::Index panel_rows(Eigen::Index n) { return n <= 128 ? n : std::max<Eigen::Index>(64, n / 8); }
 
   // C[i0 : i0+rows, i0 : n] = round(left B[:, i0 : n]), `left` being rows x n, row-major.
   void panel_product(const T* left, Eigen::Index rows, const Matrix& b, Eigen::Index i0, Matrix& c) const {
@@ -217,7 +207,8 @@ class CpuOps {
         for (Eigen::Index j = i0; j < n; ++j) out[i * n + (j - i0)] = rounded_sum_of_products(left + i * n, b.data() + j * n, n);
       return;
     }
-    blas_gemm(as_int(rows), as_int(n - i0), as_int(n), left, as_int(n), b.data() + i0, as_int(n), out, as_int(n));
+    detail::gemm_rows(CblasNoTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(n - i0), static_cast<int>(n), left,
+                      static_cast<int>(n), b.data() + i0, static_cast<int>(n), out, static_cast<int>(n));
     round_block(out, rows, n - i0, n);
   }
 
@@ -257,9 +248,10 @@ class CpuOps {
   bool gram_compute_sums_;
   bool full_;
   Communicator* comm_;
-  // Caches, not state: storage for later results and the scaled row panel of `square`.
+  // Caches, not state: storage for later results and, per OpenMP thread, the scaled row panel of
+  // `square`.
   mutable std::vector<Matrix> spare_;
-  mutable std::vector<T> panel_;
+  mutable std::vector<std::vector<T>> scratch_;
 };
 
 // The iteration on the frame of `shards` (sharded_frame.hpp), normalized straight into the

@@ -71,23 +71,27 @@ Batch batch_from(const py::handle& obj, const std::string& name, bool* three_d) 
 
 namespace {
 template <class T>
-py::array to_array(const Batch& b, bool three_d) {
-  const py::ssize_t rows = b.empty() ? 0 : b[0].rows(), cols = b.empty() ? 0 : b[0].cols();
-  for (const MatD& m : b)
-    if (m.rows() != rows || m.cols() != cols) throw std::invalid_argument("a batch of matrices of different shapes has no array");
+py::array to_array(const std::vector<const MatD*>& b, bool three_d) {
+  const py::ssize_t rows = b.empty() ? 0 : b[0]->rows(), cols = b.empty() ? 0 : b[0]->cols();
+  for (const MatD* m : b)
+    if (m->rows() != rows || m->cols() != cols) throw std::invalid_argument("a batch of matrices of different shapes has no array");
   py::array_t<T> out = three_d ? py::array_t<T>({static_cast<py::ssize_t>(b.size()), rows, cols}) : py::array_t<T>({rows, cols});
   T* dst = out.mutable_data();
-  for (const MatD& m : b)
-    for (Eigen::Index i = 0; i < m.size(); ++i) *dst++ = static_cast<T>(m.data()[i]);
+  for (const MatD* m : b)
+    for (Eigen::Index i = 0; i < m->size(); ++i) *dst++ = static_cast<T>(m->data()[i]);
   return out;
 }
 }  // namespace
 
 py::array matrix_to_array(const MatD& m, bool float64) {
-  const Batch one{m};
+  const std::vector<const MatD*> one{&m};  // a view: a copy of a large matrix costs its page faults
   return float64 ? to_array<double>(one, false) : to_array<float>(one, false);
 }
 
-py::array batch_to_array(const Batch& b, bool float64) { return float64 ? to_array<double>(b, true) : to_array<float>(b, true); }
+py::array batch_to_array(const Batch& b, bool float64) {
+  std::vector<const MatD*> views;
+  for (const MatD& m : b) views.push_back(&m);
+  return float64 ? to_array<double>(views, true) : to_array<float>(views, true);
+}
 
 }  // namespace nsv::python

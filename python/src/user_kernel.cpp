@@ -3,6 +3,8 @@
 #include <chrono>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "assertions.hpp"
 #include "outcomes.hpp"
@@ -43,18 +45,30 @@ Batch result_of(const py::object& result, bool three_d, std::int64_t count, std:
 bool ends_with(const std::string& s, std::string_view tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
-std::string note_call_inputs(const Batch& inputs, bool batch) {
+// The matrices are passed as views: a copy of a large one into a Batch costs its page faults.
+using Views = std::vector<const MatD*>;
+Views views_of(const Batch& b) {
+  Views v;
+  for (const MatD& m : b) v.push_back(&m);
+  return v;
+}
+std::string note_call_inputs(const Views& inputs, bool batch) {
   int calls = 0;
-  for (const auto& [name, m] : checks::case_log().matrices)
+  for (const auto& [name, m] : checks::case_log().matrices.of_this_case())
     if (name.rfind("call ", 0) == 0 && (ends_with(name, " input") || ends_with(name, " input[0]"))) ++calls;
   const std::string call = "call " + std::to_string(calls + 1);
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    checks::note_matrix(call + " input" + (batch ? "[" + std::to_string(i) + "]" : ""), inputs[i]);
+    checks::note_matrix(call + " input" + (batch ? "[" + std::to_string(i) + "]" : ""), *inputs[i]);
   return call;
 }
-void note_call_outputs(const std::string& call, const Batch& outputs, bool batch) {
+void note_call_outputs(const std::string& call, const Views& outputs, bool batch) {
   for (std::size_t i = 0; i < outputs.size(); ++i)
-    checks::note_matrix(call + " output" + (batch ? "[" + std::to_string(i) + "]" : ""), outputs[i]);
+    checks::note_matrix(call + " output" + (batch ? "[" + std::to_string(i) + "]" : ""), *outputs[i]);
+}
+
+// The one matrix of a single call's result (moved out, not copied).
+MatD single_result(const py::object& result, const MatD& g) {
+  return std::move(result_of(result, false, 1, g.rows(), g.cols()).at(0));
 }
 
 }  // namespace
@@ -86,41 +100,41 @@ unsigned UserKernel::abilities() const { return checks::kCallerBuffer | (batched
 
 MatD UserKernel::run(const MatD& g, const NsConfig&) const {
   py::gil_scoped_acquire gil;  // held until every Python object of the call is released
-  const std::string call = note_call_inputs({g}, false);
+  const std::string call = note_call_inputs({&g}, false);
   const py::object out = call_user_code([&] { return adapter_.attr("call")(matrix_to_array(g, float64_)); });
-  MatD result = result_of(out, false, 1, g.rows(), g.cols()).at(0);
-  note_call_outputs(call, {result}, false);
+  MatD result = single_result(out, g);
+  note_call_outputs(call, {&result}, false);
   return result;
 }
 
 Batch UserKernel::run_batch(const Batch& b, const NsConfig&) const {
   py::gil_scoped_acquire gil;  // held until every Python object of the call is released
-  const std::string call = note_call_inputs(b, true);
+  const std::string call = note_call_inputs(views_of(b), true);
   const py::object out = call_user_code([&] { return adapter_.attr("call")(batch_to_array(b, float64_)); });
   Batch result = result_of(out, true, static_cast<std::int64_t>(b.size()), b.at(0).rows(), b.at(0).cols());
-  note_call_outputs(call, result, true);
+  note_call_outputs(call, views_of(result), true);
   return result;
 }
 
 MatD UserKernel::run_at_offset(const MatD& g, int offset, const NsConfig&) const {
   py::gil_scoped_acquire gil;  // held until every Python object of the call is released
-  const std::string call = note_call_inputs({g}, false);
+  const std::string call = note_call_inputs({&g}, false);
   const py::object out = call_user_code([&] { return adapter_.attr("call_at_offset")(matrix_to_array(g, float64_), offset); });
-  MatD result = result_of(out, false, 1, g.rows(), g.cols()).at(0);
-  note_call_outputs(call, {result}, false);
+  MatD result = single_result(out, g);
+  note_call_outputs(call, {&result}, false);
   return result;
 }
 
 checks::ObservedCall UserKernel::run_observed(const MatD& g, const NsConfig&) const {
   py::gil_scoped_acquire gil;  // held until every Python object of the call is released
-  const std::string noted = note_call_inputs({g}, false);
+  const std::string noted = note_call_inputs({&g}, false);
   const py::object seen = call_user_code([&] { return adapter_.attr("call_observed")(matrix_to_array(g, float64_)); });
   const py::tuple t = seen.cast<py::tuple>();
   checks::ObservedCall call;
-  call.output = result_of(t[0], false, 1, g.rows(), g.cols()).at(0);
+  call.output = single_result(t[0], g);
   call.input_after = matrix_from(t[1], "the input after the call");
   call.output_aliases_input = t[2].cast<bool>();
-  note_call_outputs(noted, {call.output}, false);
+  note_call_outputs(noted, {&call.output}, false);
   return call;
 }
 
