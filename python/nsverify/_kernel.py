@@ -77,7 +77,7 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
               max_dim; at most 2^26 elements (4096 x 14336 fits). K1 does not apply to a square one,
               REF not to a short side below 16. Above 128 x 128 elements a matrix is its structure
               plus a seed, and shrinks by structure. At 4096 x 14336, max_success=1 runs every
-              property in about 12 minutes on 2 cores with a numpy fp32 NS, 57% of it in fn
+              property in about 11 minutes on 2 cores with a numpy fp32 NS, 61% of it in fn
               (reports/performance.md, target (g)).
     replay    a replay string from a failure: runs exactly that shrunk case again (with the same fn
               and arguments).
