@@ -3,8 +3,6 @@
 // comes from running independent matrices on different OpenMP threads, and within one matrix from
 // the fixed row panels of row_panels.hpp, never from a thread count a product is split by, which
 // is what makes the determinism contract hold for any thread count.
-#include <omp.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -93,7 +91,7 @@ class CpuOps {
     const int n = as_int(b.cols()), k = as_int(a.cols());
     as_int(a.rows());  // so every panel's row count fits BLAS's int
     detail::for_each_row_panel(a.rows(), detail::product_panel_rows(a.rows()), static_cast<double>(a.rows()) * n * k,
-                               [&](Eigen::Index i0, Eigen::Index h) {
+                               [&](Eigen::Index i0, Eigen::Index h, int) {
       detail::gemm_rows(CblasNoTrans, CblasNoTrans, static_cast<int>(h), n, k, a.data() + i0 * k, k, b.data(), n, c.data() + i0 * n, n);
     });
     return rounded(std::move(c));
@@ -181,12 +179,12 @@ class CpuOps {
     Matrix c = fresh(n, n);
     if (n == 0) return c;
     as_int(n);  // so every panel's sizes fit BLAS's int
-    if (alpha) scratch_.resize(static_cast<std::size_t>(omp_get_max_threads()));
+    if (alpha) scratch_.resize(static_cast<std::size_t>(detail::panel_slots()));
     detail::for_each_row_panel(n, detail::triangle_panel_rows(n), 0.5 * static_cast<double>(n) * n * n,
-                               [&](Eigen::Index i0, Eigen::Index rows) {
+                               [&](Eigen::Index i0, Eigen::Index rows, int slot) {
       const T* left = a.data() + i0 * n;
       if (alpha) {
-        std::vector<T>& scaled = scratch_[static_cast<std::size_t>(omp_get_thread_num())];
+        std::vector<T>& scaled = scratch_[static_cast<std::size_t>(slot)];
         scaled.resize(static_cast<std::size_t>(rows * n));
         rounded_scaled_rows(*alpha, a, i0, rows, scaled.data());
         left = scaled.data();

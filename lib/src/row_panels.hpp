@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cblas.h>
+#include <omp.h>
 
 namespace nsv::detail {
 
@@ -29,25 +30,31 @@ inline Eigen::Index product_panel_rows(Eigen::Index rows) { return rows <= 256 ?
 // small (about (1 + h/n)/2 of a full product's FLOPs in all).
 inline Eigen::Index triangle_panel_rows(Eigen::Index n) { return n <= 128 ? n : std::max<Eigen::Index>(64, n / 8); }
 
-// Products below this many multiply-adds run their panels on the calling thread: a team's start
-// and join (and, where other processes hold the cores, its threads' wait for a time slice) must
-// stay small beside the work. At 256 x 256 an NS call is thousands of products of ~0.1 ms; run as
-// teams, ctest -j2's two processes of two threads each on 2 cores made the gate 1.5x slower
-// (diagnose_runs 4 s alone, 28 s beside another test). 2^27 is about 1 ms of one core's GEMM.
+// Products below this many multiply-adds run their panels on the calling thread, without an
+// OpenMP call: a team's start and join (and, where other processes hold the cores, its threads'
+// wait for a time slice) must stay small beside the work. The CLI's studies run thousands of NS
+// calls on small matrices; with a team per product, ctest -j2's two processes of two threads each
+// on 2 cores made the gate 1.5x slower (diagnose_runs 4 s alone, 28 s beside another test).
+// 2^27 multiply-adds are about 1 ms of one core's GEMM.
 inline constexpr double kParallelMinMultiplyAdds = 0x1p27;
 
-// panel(first_row, row_count) for every panel of h rows of `rows`, on OpenMP threads where the product's
-// multiply_adds reach kParallelMinMultiplyAdds. `panel` must not throw: an exception cannot leave
-// an OpenMP region.
+// The scratch slots a panel may ask for: panel(..., slot) gets slot < panel_slots().
+inline int panel_slots() { return std::max(1, omp_get_max_threads()); }
+
+// panel(first_row, row_count, slot) for every panel of h rows of `rows`, on OpenMP threads where
+// the product's multiply_adds reach kParallelMinMultiplyAdds; `slot` tells the threads' scratch
+// apart (0 on the calling thread). `panel` must not throw: an exception cannot leave an OpenMP
+// region.
 template <class Panel>
 void for_each_row_panel(Eigen::Index rows, Eigen::Index h, double multiply_adds, const Panel& panel) {
   const Eigen::Index count = rows == 0 ? 0 : (rows + h - 1) / h;
-  if (count <= 1 || multiply_adds < kParallelMinMultiplyAdds) {  // no OpenMP call at all: tiny products are many
-    for (Eigen::Index i = 0; i < count; ++i) panel(i * h, std::min(h, rows - i * h));
+  if (count <= 1 || multiply_adds < kParallelMinMultiplyAdds) {
+    for (Eigen::Index i = 0; i < count; ++i) panel(i * h, std::min(h, rows - i * h), 0);
     return;
   }
-#pragma omp parallel for schedule(dynamic, 1)
-  for (Eigen::Index i = 0; i < count; ++i) panel(i * h, std::min(h, rows - i * h));
+  const int slots = panel_slots();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(slots)
+  for (Eigen::Index i = 0; i < count; ++i) panel(i * h, std::min(h, rows - i * h), omp_get_thread_num());
 }
 
 inline void gemm_rows(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
@@ -72,7 +79,7 @@ inline void syrk_rows(CBLAS_TRANSPOSE t, int n, int k, const double* a, int lda,
 template <class T>
 void upper_gram(const T* a, int n, int k, int lda, bool transposed, T* c) {
   const auto rows_of_b = [&](Eigen::Index i) { return transposed ? a + i : a + i * lda; };
-  for_each_row_panel(n, product_panel_rows(n), 0.5 * n * n * k, [&](Eigen::Index i0, Eigen::Index h) {
+  for_each_row_panel(n, product_panel_rows(n), 0.5 * n * n * k, [&](Eigen::Index i0, Eigen::Index h, int) {
     const int hi = static_cast<int>(h), right = static_cast<int>(n - i0 - h);
     T* out = c + i0 * n + i0;
     syrk_rows(transposed ? CblasTrans : CblasNoTrans, hi, k, rows_of_b(i0), lda, out, n);
