@@ -183,7 +183,7 @@ inline Eigen::VectorXd normalized_spectrum(const MatD& g, const NsConfig& cfg) {
 // singular value of an orthogonal 12 x 12 NS output at 1 + 5.1e-15 (46 u64) where the long double
 // Jacobi gives 1 + 2.2e-16. It costs 9 ms at 48 x 48 but 12 s at 512 x 1024 (O(n^3) with x87
 // arithmetic), so larger matrices take LAPACK's dgesdd (values only, 49 ms at 512 x 1024), whose
-// error the band then counts as n^2 u64 (svd_error below).
+// error the band then counts as gesdd_error_factor u64 (svd_error below).
 inline constexpr double kLongDoubleUnitRoundoff = 0x1p-64;
 inline constexpr Eigen::Index kJacobiMaxElements = Eigen::Index{1} << 16;  // 256 x 256
 inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
@@ -195,15 +195,27 @@ inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
   return svd.singularValues().cast<double>();
 }
 
+// dgesdd's error in units of u64 sigma_max, p(n) in LAPACK's bound p(m, n) eps sigma_max (which
+// leaves p unstated: "a modestly growing function"): n^2, n the long side, at least 16. n^2 covers
+// the 46 u64 measured at n = 12 on an orthogonal NS output (n^2 = 144) and stays below 1e-7 up to
+// n = 2^14; the floor covers small matrices, where the error does not shrink with n: on 40000
+// gaussian and graded float32 matrices per row count, 1 x 2..3 reached 3.0 u, 2 x 2..4 6.1 u, 3 x
+// 3..5 9.0 u, and 4..12 rows at most 8.2 u (n^2 alone was exceeded at 2 x 2 and 3 x 3; a wide-tier
+// seed found the 2 x 2 one).
+inline double gesdd_error_factor(Eigen::Index rows, Eigen::Index cols) {
+  const auto n = static_cast<double>(std::max(rows, cols));
+  return std::max(n * n, 16.0);
+}
+
 // How far accurate_singular_values of a rows x cols matrix may be from the exact ones, relative
 // to the largest: each is exact for X + E with ||E||_2 <= n u ||X||_2, n the long side, for
-// one-sided Jacobi (Demmel & Veselic 1992, u = u_ld); for dgesdd we take n^2 u64, a modestly
-// growing p(n) u64 as LAPACK's error bounds state it (gesdd: p(m, n) eps sigma_max), which covers
-// the 46 u64 measured at n = 12 (n^2 = 144) and stays below 1e-7 up to n = 2^14, under the band's
-// per-step rounding widening in fp32, bf16 and fp16 (>= 2 u_fp32 = 1.2e-7).
+// one-sided Jacobi (Demmel & Veselic 1992, u = u_ld), then rounded to float64 (u64 more); for
+// dgesdd gesdd_error_factor u64, which stays under the band's per-step rounding widening in fp32,
+// bf16 and fp16 (>= 2 u_fp32 = 1.2e-7).
 inline double svd_error(Eigen::Index rows, Eigen::Index cols) {
   const auto n = static_cast<double>(std::max(rows, cols));
-  return rows * cols > kJacobiMaxElements ? n * n * unit_roundoff(DType::fp64) : n * kLongDoubleUnitRoundoff;
+  return rows * cols > kJacobiMaxElements ? gesdd_error_factor(rows, cols) * unit_roundoff(DType::fp64)
+                                          : n * kLongDoubleUnitRoundoff + unit_roundoff(DType::fp64);
 }
 
 // How far spectrum_for_the_bounds of a rows x cols matrix may be from the exact singular values,
