@@ -88,9 +88,8 @@ class CpuOps {
     if (compute_sums_) return naive_product(a, b);
     Matrix c = fresh(a.rows(), b.cols());
     if (a.cols() == 0 || c.size() == 0) return c.setZero();
-    const int n = as_int(b.cols()), k = as_int(a.cols());
-    as_int(a.rows());  // so every panel's row count fits BLAS's int
-    detail::for_each_row_panel(a.rows(), detail::product_panel_rows(a.rows()), static_cast<double>(a.rows()) * n * k,
+    const int m = as_int(a.rows()), n = as_int(b.cols()), k = as_int(a.cols());
+    detail::for_each_row_panel(m, detail::product_panel_rows(m), static_cast<double>(m) * n * k,
                                [&](Eigen::Index i0, Eigen::Index h, int) {
       detail::gemm_rows(CblasNoTrans, CblasNoTrans, static_cast<int>(h), n, k, a.data() + i0 * k, k, b.data(), n, c.data() + i0 * n, n);
     });

@@ -71,7 +71,7 @@ Batch batch_from(const py::handle& obj, const std::string& name, bool* three_d) 
 
 namespace {
 template <class T>
-py::array to_array(const std::vector<const MatD*>& b, bool three_d) {
+py::array to_array(const MatrixViews& b, bool three_d) {
   const py::ssize_t rows = b.empty() ? 0 : b[0]->rows(), cols = b.empty() ? 0 : b[0]->cols();
   for (const MatD* m : b)
     if (m->rows() != rows || m->cols() != cols) throw std::invalid_argument("a batch of matrices of different shapes has no array");
@@ -83,15 +83,19 @@ py::array to_array(const std::vector<const MatD*>& b, bool three_d) {
 }
 }  // namespace
 
+MatrixViews views_of(const Batch& b) {
+  MatrixViews views;
+  for (const MatD& m : b) views.push_back(&m);
+  return views;
+}
+
 py::array matrix_to_array(const MatD& m, bool float64) {
-  const std::vector<const MatD*> one{&m};  // a view: a copy of a large matrix costs its page faults
+  const MatrixViews one{&m};
   return float64 ? to_array<double>(one, false) : to_array<float>(one, false);
 }
 
 py::array batch_to_array(const Batch& b, bool float64) {
-  std::vector<const MatD*> views;
-  for (const MatD& m : b) views.push_back(&m);
-  return float64 ? to_array<double>(views, true) : to_array<float>(views, true);
+  return float64 ? to_array<double>(views_of(b), true) : to_array<float>(views_of(b), true);
 }
 
 }  // namespace nsv::python

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 
 #include <string>
+#include <vector>
 
 #include "nsv/matrix.hpp"
 
@@ -20,6 +21,10 @@ bool is_float64(const py::handle& obj, const std::string& name);
 MatD matrix_from(const py::handle& array, const std::string& name);
 // A 2-D array is a batch of one; *three_d (if given) says whether the input was 3-D.
 Batch batch_from(const py::handle& array, const std::string& name, bool* three_d = nullptr);
+
+// The matrices of a batch as views: a copy of a large matrix costs its page faults.
+using MatrixViews = std::vector<const MatD*>;
+MatrixViews views_of(const Batch& b);
 
 py::array matrix_to_array(const MatD& m, bool float64);
 // Stacked into one 3-D array; every matrix must have the same shape.

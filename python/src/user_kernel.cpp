@@ -45,14 +45,7 @@ Batch result_of(const py::object& result, bool three_d, std::int64_t count, std:
 bool ends_with(const std::string& s, std::string_view tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
-// The matrices are passed as views: a copy of a large one into a Batch costs its page faults.
-using Views = std::vector<const MatD*>;
-Views views_of(const Batch& b) {
-  Views v;
-  for (const MatD& m : b) v.push_back(&m);
-  return v;
-}
-std::string note_call_inputs(const Views& inputs, bool batch) {
+std::string note_call_inputs(const MatrixViews& inputs, bool batch) {
   int calls = 0;
   for (const auto& [name, m] : checks::case_log().matrices.of_this_case())
     if (name.rfind("call ", 0) == 0 && (ends_with(name, " input") || ends_with(name, " input[0]"))) ++calls;
@@ -61,7 +54,7 @@ std::string note_call_inputs(const Views& inputs, bool batch) {
     checks::note_matrix(call + " input" + (batch ? "[" + std::to_string(i) + "]" : ""), *inputs[i]);
   return call;
 }
-void note_call_outputs(const std::string& call, const Views& outputs, bool batch) {
+void note_call_outputs(const std::string& call, const MatrixViews& outputs, bool batch) {
   for (std::size_t i = 0; i < outputs.size(); ++i)
     checks::note_matrix(call + " output" + (batch ? "[" + std::to_string(i) + "]" : ""), *outputs[i]);
 }
