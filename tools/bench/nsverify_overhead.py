@@ -58,10 +58,14 @@ def write_new(path, text, option):
 
 
 def shapes_argument(text):
+    """--shapes of the benchmarks here: ROWSxCOLS[,ROWSxCOLS...], each side at least 1."""
     try:
-        return [tuple(int(v) for v in s.split("x")) for s in text.split(",")]
+        shapes = [tuple(int(v) for v in s.split("x")) for s in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--shapes: expected ROWSxCOLS[,ROWSxCOLS...], got {text!r}") from None
+        shapes = []
+    if not shapes or any(len(s) != 2 or min(s) < 1 for s in shapes):
+        raise argparse.ArgumentTypeError(f"expected ROWSxCOLS[,ROWSxCOLS...] with sides >= 1, got {text!r}")
+    return shapes
 
 
 def main():

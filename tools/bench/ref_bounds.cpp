@@ -1,0 +1,66 @@
+// How far REF's measured bound is from the a-priori one (issue 31: could REF skip the reference's
+// own runs?). REF bounds an implementation's distance to the float64 map by 2 S, S the reference's
+// own error (the largest over G and two row/column permutations of G, as
+// checks/kernel_catalogue.cpp: agreement_with_reference measures it); the only bound that needs no
+// run of the reference is the a-priori B(G) of checks/tolerances.hpp. Per case, as JSON lines: S,
+// B(G) and B(G) / S, for fp32 (the dtype the checker's benchmark runs), both kernels, seeded
+// matrices of three spectra. A REF that used 2 B(G) would pass every implementation whose distance
+// to the map is below 2 B(G), that is below 2 (B(G) / S) S; bf16_over_2B is one such wrong
+// implementation: the same kernel computed in bf16 (fp32 accumulation), claimed as fp32, its
+// distance to the map in units of 2 B(G) (below 1: it would pass).
+//
+//   nsv_ref_bounds [SEEDS]     (default 3; shapes 64x128, 256x512, 512x1024, 1024x4096)
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "generators/transforms.hpp"
+#include "nsv/metrics.hpp"
+#include "nsv/spectra.hpp"
+#include "oracle.hpp"
+#include "tolerances.hpp"
+
+namespace {
+
+std::vector<Eigen::Index> shuffled(Eigen::Index n, std::mt19937_64& rng) {
+  return nsv::props::fisher_yates(n, [&rng](Eigen::Index i) {
+    return static_cast<Eigen::Index>(std::uniform_int_distribution<std::int64_t>(0, i)(rng));
+  });
+}
+
+// S as REF measures it: the reference's own error on g and on two permutations of g.
+double own_error(const nsv::MatD& g, const nsv::MatD& oracle, const nsv::NsConfig& cfg, std::mt19937_64& rng) {
+  double s = nsv::rel_diff(nsv::props::ns(g, cfg), oracle);
+  for (int k = 0; k < 2; ++k) {
+    const auto rows = shuffled(g.rows(), rng), cols = shuffled(g.cols(), rng);
+    s = std::max(s, nsv::rel_diff(nsv::props::ns(nsv::props::permuted(g, rows, cols), cfg), nsv::props::permuted(oracle, rows, cols)));
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int seeds = argc > 1 ? std::max(1, std::stoi(argv[1])) : 3;
+  const std::pair<Eigen::Index, Eigen::Index> shapes[] = {{64, 128}, {256, 512}, {512, 1024}, {1024, 4096}};
+  for (const auto& [rows, cols] : shapes)
+    for (const char* spectrum : {"gaussian", "powerlaw:1", "lowrank:16"})
+      for (const nsv::Kernel kernel : {nsv::Kernel::standard, nsv::Kernel::gram})
+        for (int seed = 0; seed < seeds; ++seed) {
+          const nsv::MatD g = nsv::make_matrix(nsv::parse_spectrum(spectrum), rows, cols, static_cast<std::uint64_t>(seed));
+          nsv::NsConfig cfg;  // fp32, accumulate fp32, keller x 5: the checker benchmark's configuration
+          cfg.kernel = kernel;
+          std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
+          const nsv::MatD oracle = nsv::props::ns(g, nsv::props::oracle_config(cfg));
+          const double s = own_error(g, oracle, cfg, rng), b = nsv::props::rounding_bound(g, cfg);
+          const double bf16 = nsv::rel_diff(nsv::props::ns(g, nsv::props::with_dtype(cfg, nsv::DType::bf16)), oracle);
+          std::printf("{\"shape\": \"%ldx%ld\", \"spectrum\": \"%s\", \"kernel\": \"%s\", \"seed\": %d, \"S\": %.4g, \"B\": %.4g, "
+                      "\"B_over_S\": %.1f, \"bf16_over_2B\": %.3f}\n",
+                      static_cast<long>(rows), static_cast<long>(cols), spectrum, kernel == nsv::Kernel::gram ? "gram" : "standard",
+                      seed, s, b, b / s, bf16 / (2 * b));
+          std::fflush(stdout);
+        }
+}
