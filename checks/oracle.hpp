@@ -78,10 +78,6 @@ auto side_by_side(bool large, const A& a, const B& b) {
     if (f) std::rethrow_exception(f);
   return std::pair{std::move(ra), std::move(rb)};
 }
-inline std::pair<MatD, MatD> ns_side_by_side(const MatD& a, const NsConfig& ca, const MatD& b, const NsConfig& cb) {
-  return side_by_side(a.size() >= kSideBySideMinElements && b.size() >= kSideBySideMinElements, [&] { return ns(a, ca); },
-                      [&] { return ns(b, cb); });
-}
 
 inline NsConfig with_dtype(NsConfig cfg, DType d) {
   cfg.dtype = d;

@@ -12,12 +12,16 @@ two floors in units of the callable: one fp32 run plus the cheaper float64 run (
 three fp32 runs plus it (REF's S: G and two permutations).
 
     PYTHONPATH=build/python /usr/bin/python3 tools/bench/ref_floor.py [--shapes 512x1024,1024x4096] [--repeat 5]
+        [--json FILE]
+
+tools/bench/run_all.sh runs it (stages overhead and layer) for reports/performance.md.
 
 tools/bench/ref_bounds.cpp (nsv_ref_bounds) measures the other side: how much looser the a-priori
 bound, which needs no reference run, is than 2 S.
 """
 
 import argparse
+import json
 import pathlib
 import statistics
 import sys
@@ -29,7 +33,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples")
 
 import nsverify  # noqa: E402
 import numpy_ns  # noqa: E402
-from nsverify_overhead import shapes_argument  # noqa: E402 (this folder: the script's own)
+from nsverify_overhead import shapes_argument, write_new  # noqa: E402 (this folder: the script's own)
 
 
 def median_ms(call, repeat):
@@ -53,8 +57,10 @@ def main():
                         help="ROWSxCOLS,... (default 512x1024,1024x4096)")
     parser.add_argument("--repeat", type=repeat_argument, default=5,
                         help="calls per measurement, 1..100; the median is shown (default 5)")
+    parser.add_argument("--json", help="also write the rows here (a new file)")
     args = parser.parse_args()
     rng = np.random.default_rng(1)
+    rows_out = []
     for rows, cols in args.shapes:
         g32 = rng.standard_normal((rows, cols)).astype(np.float32)
         g64 = g32.astype(np.float64)
@@ -65,9 +71,15 @@ def main():
             "fp64 gram": median_ms(lambda: nsverify.ns(g64, kernel="gram", dtype="fp64"), args.repeat),
         }
         oracle = min(ms["fp64 standard"], ms["fp64 gram"])
-        print(f"{rows}x{cols}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in ms.items())
-              + f"; floor, one fp32 run + the float64 map: {(ms['fp32'] + oracle) / ms['callable']:.2f}x the callable"
-              + f"; three fp32 runs + it (REF's S): {(3 * ms['fp32'] + oracle) / ms['callable']:.2f}x", flush=True)
+        row = dict(shape=f"{rows}x{cols}", callable_ms=ms["callable"], fp32_ms=ms["fp32"], fp64_standard_ms=ms["fp64 standard"],
+                   fp64_gram_ms=ms["fp64 gram"], any_s_floor=(ms["fp32"] + oracle) / ms["callable"],
+                   ref_s_floor=(3 * ms["fp32"] + oracle) / ms["callable"])
+        rows_out.append(row)
+        print(f"{row['shape']}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in ms.items())
+              + f"; floor, one fp32 run + the float64 map: {row['any_s_floor']:.2f}x the callable"
+              + f"; three fp32 runs + it (REF's S): {row['ref_s_floor']:.2f}x", flush=True)
+    if args.json:
+        write_new(args.json, json.dumps(rows_out, indent=2) + "\n", "--json")
 
 
 if __name__ == "__main__":

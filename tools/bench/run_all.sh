@@ -11,8 +11,8 @@
 #   stage runs it: OPENBLAS_NUM_THREADS unset) and
 #   OVERHEAD_BEFORE_LABEL (what it measured): shown beside the checker overhead;
 #   STAGES="bench torch sweep memory accuracy overhead" (default: all) reruns only some stages, keeping the other
-#   stages' result files, then rewrites the report; STAGES=layer (never in the default: about 15
-#   minutes) runs the checks once per property at Llama-3-8B's MLP shape 4096x14336.
+#   stages' result files, then rewrites the report; STAGES=layer (never in the default: about 18
+#   minutes) runs the checks once per property at Llama-3-8B's MLP shape 4096x14336, and REF's floor there.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build-perf}
@@ -25,7 +25,7 @@ echo "== build ($BUILD)"
 if [ ! -f "$BUILD/build.ninja" ] && [ ! -f "$BUILD/Makefile" ]; then
   cmake -S "$ROOT" -B "$BUILD" -DNSV_WITH_CUDA=OFF -G Ninja
 fi
-cmake --build "$BUILD" --target nsv nsv_bench nsv_peak_memory nsv_products_accuracy _nsverify
+cmake --build "$BUILD" --target nsv nsv_bench nsv_peak_memory nsv_products_accuracy nsv_ref_bounds _nsverify
 NSV=$BUILD/tools/nsv/nsv
 BENCH=$BUILD/tools/bench/nsv_bench
 
@@ -124,6 +124,11 @@ if [ -n "${OVERHEAD_BEFORE:-}" ]; then
   cp "$OVERHEAD_BEFORE" "$OUT/overhead_before.json"
   echo "${OVERHEAD_BEFORE_LABEL:-an earlier build}" > "$OUT/overhead_before.txt"
 fi
+echo "== where REF stands: its least time against the callable's, and the a-priori bound against 2 S (issue 31)"
+rm -f "$OUT/ref_floor.json"
+PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/ref_floor.py --shapes 512x1024,1024x4096 \
+  --json "$OUT/ref_floor.json"
+"$BUILD/tools/bench/nsv_ref_bounds" 3 | tee "$OUT/ref_bounds.jsonl"
 fi
 
 if has layer; then
@@ -131,6 +136,9 @@ echo "== the checks at a layer's shape, one case per property (tools/bench/nsver
 rm -f "$OUT/overhead_layer.json"
 PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/nsverify_overhead.py --cases 1 --shapes 4096x14336 \
   --json "$OUT/overhead_layer.json"
+rm -f "$OUT/ref_floor_layer.json"
+PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/ref_floor.py --shapes 4096x14336 --repeat 1 \
+  --json "$OUT/ref_floor_layer.json"
 fi
 
 echo "== report"

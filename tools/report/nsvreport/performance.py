@@ -241,6 +241,7 @@ def context(res):
         a_["ratio"] = (a_["symmetric_median"] / a_["full_median"]) if (a_["symmetric_median"] and a_["full_median"]) else None
 
     overhead = overhead_rows(R, summary)
+    ref_floor = (R.json("ref_floor.json") or []) + (R.json("ref_floor_layer.json") or [])
 
     return dict(
         results=res, machine=machine, ctx=ctx, torch=torch_recs[0] if torch_recs else None,
@@ -249,7 +250,8 @@ def context(res):
         gemm=gemm, ns=ns, summary=summary, target_a=target_a, work_bound=work_bound, torch_skipped=torch_skipped,
         target_b=target_b, target_c=target_c, target_d=target_d, sweep=sweep, memory_call=memory_call,
         memory=memory, process=process, products=products, accuracy=accuracy, overhead=overhead,
-        overhead_before_label=(R.text("overhead_before.txt") or "").strip())
+        overhead_before_label=(R.text("overhead_before.txt") or "").strip(), ref_floor=ref_floor,
+        ref_bounds=ref_bound_rows(R.jsonl("ref_bounds.jsonl")))
 
 
 def overhead_rows(R, summary):
@@ -276,6 +278,18 @@ def overhead_rows(R, summary):
                         % layer[0]["shape"], "%.1f min (nsverify %.0f s, callable %.0f s)" % (whole / 60, own, inside),
                         verdict(whole <= 15 * 60 and own <= inside)))
     return rows
+
+
+def ref_bound_rows(cases):
+    """nsv_ref_bounds' cases (tools/bench/ref_bounds.cpp), per shape and spectrum over kernels and seeds:
+    the range of B(G) / S and of a bf16 computation's distance to the map in units of 2 B(G)."""
+    groups = {}
+    for c in cases:
+        groups.setdefault((c["shape"], c["spectrum"]), []).append(c)
+    return [dict(shape=shape, spectrum=spectrum, cases=len(g),
+                 b_over_s=(min(c["B_over_S"] for c in g), max(c["B_over_S"] for c in g)),
+                 bf16_over_2b=(min(c["bf16_over_2B"] for c in g), max(c["bf16_over_2B"] for c in g)))
+            for (shape, spectrum), g in groups.items()]
 
 
 def render(res):
