@@ -13,10 +13,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "generators/tiers.hpp"
 #include "generators/transforms.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/spectra.hpp"
@@ -25,17 +25,13 @@
 
 namespace {
 
-std::vector<Eigen::Index> shuffled(Eigen::Index n, std::mt19937_64& rng) {
-  return nsv::props::fisher_yates(n, [&rng](Eigen::Index i) {
-    return static_cast<Eigen::Index>(std::uniform_int_distribution<std::int64_t>(0, i)(rng));
-  });
-}
-
-// S as REF measures it: the reference's own error on g and on two permutations of g.
-double own_error(const nsv::MatD& g, const nsv::MatD& oracle, const nsv::NsConfig& cfg, std::mt19937_64& rng) {
+// S as REF measures it: the reference's own error on g and on two permutations of g, drawn from
+// seed by the properties' own generator (props::sample, as S5's PermutedDraws::sample draws them).
+double own_error(const nsv::MatD& g, const nsv::MatD& oracle, const nsv::NsConfig& cfg, std::uint64_t seed) {
   double s = nsv::rel_diff(nsv::props::ns(g, cfg), oracle);
-  for (int k = 0; k < 2; ++k) {
-    const auto rows = shuffled(g.rows(), rng), cols = shuffled(g.cols(), rng);
+  for (std::uint64_t k = 0; k < 2; ++k) {
+    const auto rows = nsv::props::sample(nsv::props::permutations(g.rows()), seed + 2 * k);
+    const auto cols = nsv::props::sample(nsv::props::permutations(g.cols()), seed + 2 * k + 1);
     s = std::max(s, nsv::rel_diff(nsv::props::ns(nsv::props::permuted(g, rows, cols), cfg), nsv::props::permuted(oracle, rows, cols)));
   }
   return s;
@@ -53,9 +49,8 @@ int main(int argc, char** argv) {
           const nsv::MatD g = nsv::make_matrix(nsv::parse_spectrum(spectrum), rows, cols, static_cast<std::uint64_t>(seed));
           nsv::NsConfig cfg;  // fp32, accumulate fp32, keller x 5: the checker benchmark's configuration
           cfg.kernel = kernel;
-          std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
           const nsv::MatD oracle = nsv::props::ns(g, nsv::props::oracle_config(cfg));
-          const double s = own_error(g, oracle, cfg, rng), b = nsv::props::rounding_bound(g, cfg);
+          const double s = own_error(g, oracle, cfg, static_cast<std::uint64_t>(seed)), b = nsv::props::rounding_bound(g, cfg);
           const double bf16 = nsv::rel_diff(nsv::props::ns(g, nsv::props::with_dtype(cfg, nsv::DType::bf16)), oracle);
           std::printf("{\"shape\": \"%ldx%ld\", \"spectrum\": \"%s\", \"kernel\": \"%s\", \"seed\": %d, \"S\": %.4g, \"B\": %.4g, "
                       "\"B_over_S\": %.1f, \"bf16_over_2B\": %.3f}\n",
