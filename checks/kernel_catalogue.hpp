@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "drawn_sides.hpp"
 #include "generators/shapes.hpp"
 #include "kernel_under_test.hpp"
 #include "nsv/kernels.hpp"
@@ -37,7 +38,6 @@ KernelDomain every_configuration(Eigen::Index max_dim);
 // Throws nsv::InvalidField naming max_dim (8..kMaxDrawnSide) or shape (sides >= 1, at most
 // kMaxPinnedElements elements: a float64 copy of the case is 512 MiB there, and a case holds about
 // a dozen; Llama-3-8B's 4096 x 14336 MLP fits).
-inline constexpr Eigen::Index kMaxDrawnSide = 4096;
 inline constexpr Eigen::Index kMaxPinnedElements = Eigen::Index{1} << 26;
 KernelDomain one_configuration(const NsConfig&, Eigen::Index max_dim, std::optional<props::Shape> shape);
 
@@ -46,10 +46,10 @@ struct KernelProperty {
   std::string_view name;   // a sentence, the identifier of results and replay strings
   std::string_view claim;  // the claim in a report's words
   KernelPromise promise;
-  unsigned needs;                    // Ability bits the implementation must have
-  bool compares_with_the_reference;  // not run on the reference itself (it would compare it with itself)
+  unsigned needs = 0;                        // Ability bits the implementation must have (none by default)
+  bool compares_with_the_reference = false;  // not run on the reference itself (it would compare it with itself)
   // Why a pinned shape cannot hold the property's cases (empty when it can); null: every shape can.
-  std::string_view (*excluded_shape)(const props::Shape&);
+  std::string_view (*excluded_shape)(const props::Shape&) = nullptr;
   void (*body)(const KernelUnderTest&, const KernelDomain&);
 };
 std::span<const KernelProperty> kernel_properties();

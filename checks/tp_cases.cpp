@@ -128,11 +128,14 @@ bool equal_widths(const Layout& l) {
 }  // namespace
 
 void TpScope::validate() const {
-  if (max_tp < 1 || max_tp > 64) throw InvalidField("max_tp", "must be between 1 and 64, got " + std::to_string(max_tp));
+  const auto between = [](std::int64_t lo, std::int64_t hi, std::int64_t v) {
+    return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + std::to_string(v);
+  };
+  if (max_tp < 1 || max_tp > kMaxScopeTp) throw InvalidField("max_tp", between(1, kMaxScopeTp, max_tp));
   for (int tp : tps)
-    if (tp < 1 || tp > 64) throw InvalidField("tp", "must hold tp degrees between 1 and 64, got " + std::to_string(tp));
+    if (tp < 1 || tp > kMaxScopeTp) throw InvalidField("tp", "must hold tp degrees: " + between(1, kMaxScopeTp, tp));
   if (axis && *axis != 0 && *axis != 1) throw InvalidField("axis", "must be 0 (rows) or 1 (columns), got " + std::to_string(*axis));
-  if (max_side < 1 || max_side > 4096) throw InvalidField("max_dim", "must be between 8 and 4096, got " + std::to_string(max_side));
+  if (max_side < kMinDrawnSide || max_side > kMaxDrawnSide) throw InvalidField("max_dim", between(kMinDrawnSide, kMaxDrawnSide, max_side));
   if (shape) {
     const auto [rows, cols] = *shape;
     if (rows < 1 || cols < 1 || rows > 65536 || cols > 65536 || rows * cols > (std::int64_t{1} << 24))
@@ -146,7 +149,7 @@ void TpScope::validate() const {
   } else if (heads != 0 || kv_heads != 0) {
     throw InvalidField("heads", "applies with shape= only (the layer whose rows hold the heads)");
   }
-  if (dp && (*dp < 1 || *dp > 64)) throw InvalidField("dp", "must be between 1 and 64, got " + std::to_string(*dp));
+  if (dp && (*dp < 1 || *dp > kMaxScopeTp)) throw InvalidField("dp", between(1, kMaxScopeTp, *dp));
   if (fused.value_or(false) && shape) throw InvalidField("fused", "draws fused [Q;K;V] layers of its own: it applies without shape=");
 }
 

@@ -2,6 +2,7 @@
 // The layouts a TP implementation is checked on (the sharding properties' generators: any tp,
 // both axes, the grain rule with grain 1, 64 or any, head-aligned shards with GQA, uneven and
 // zero-width ranks, fused QKV), drawn within a scope the caller sets.
+#include "drawn_sides.hpp"
 #include <rapidcheck.h>
 
 #include <cstdint>
@@ -42,6 +43,9 @@ inline void showValue(const TpCase& t, std::ostream& os) { os << t.describe(); }
 
 // Which layouts to draw: by default every rule, tp and axis; narrowed to the caller's own layouts
 // by the optional fields (nsverify.check_tp's scoping arguments).
+// The scope's limits, read by TpScope::validate and the check records (check_record.cpp).
+inline constexpr int kMaxScopeTp = 64;  // the TP degrees (and, on a mesh, the DP degrees) a check draws
+
 struct TpScope {
   int max_tp = 8;              // tp 1..max_tp, and sometimes more ranks than rows (zero-width ranks)
   std::vector<int> tps;        // only these tp degrees (empty: as max_tp says)

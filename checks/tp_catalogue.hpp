@@ -60,8 +60,8 @@ const SemanticsRecord& target_record(const TpCheck&);
 
 struct TpProperty {
   std::string_view code, name, claim;
-  bool required_by_exact, required_by_rounding;
-  std::int64_t min_side;  // the smallest side its cases may have (8 where a rounding bound is claimed)
+  bool required_by_exact = false, required_by_rounding = false;
+  std::int64_t min_side = 1;  // the smallest side its cases may have (8 where a rounding bound is claimed)
   void (*body)(const TpUnderTest&, const TpCheck&);
 };
 std::span<const TpProperty> tp_properties();

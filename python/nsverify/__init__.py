@@ -21,6 +21,7 @@ Reference (nsverify's own computations, the GIL released while they run)
 Checks of *your* implementation (the suite's RapidCheck generators, shrinking and replay)
     check_kernel(fn, ...)  fn(G: np.ndarray, steps: int) -> np.ndarray
     check_tp(fn, ...)      fn(shards: list[np.ndarray], spec) -> list[np.ndarray]
+    tp_rounding_bound(G, layout, ...)  the bound check_tp's "rounding" claim asserts, for one matrix
 Both return a result that is truthy only if every required property holds, prints as a table,
 and carries, for each failure, the shrunk counterexample, its arrays saved as .npy and a replay
 string. check_kernel's ``promise`` says what decides: "map" (default: the right function within
@@ -43,7 +44,7 @@ from ._reference import (NsConfig, Layout, assemble, audit, autotp_layout, compa
                          singular_values, split, strategies)
 from ._results import CheckResult, PropertyResult
 from ._kernel import check_kernel, kernel_properties
-from ._tp import Candidate, TpCheckResult, check_tp
+from ._tp import Candidate, TpCheckResult, check_tp, tp_rounding_bound
 from ._assertions import CheckFailed, assert_kernel, assert_tp
 
 __version__ = "0.1.0"
@@ -52,6 +53,6 @@ __all__ = [
     "__version__", "ns", "config", "config_schema", "NsConfig", "ns_flops", "Layout", "autotp_layout", "fused_layout",
     "fused_qkv_layout", "head_aligned_sizes", "grain_sizes", "split", "assemble", "strategies", "run_strategy",
     "plan_strategy", "audit", "rel_diff", "cosine", "norm_ratio", "max_abs_diff", "compare_bits",
-    "singular_values", "polar_factor", "check_kernel", "kernel_properties", "check_tp", "CheckResult",
+    "singular_values", "polar_factor", "check_kernel", "kernel_properties", "check_tp", "tp_rounding_bound", "CheckResult",
     "PropertyResult", "TpCheckResult", "Candidate", "assert_kernel", "assert_tp", "CheckFailed",
 ]

@@ -3,11 +3,11 @@
 from . import _args
 from . import _nsverify as _core
 from ._adapters import NumpyKernel
-from ._reference import CHECK_DEFAULTS as _D, SHRINK_SECONDS, config as _config
+from ._records import DEFAULT_SEED, DEFAULTS, FIELDS, NS_KNOBS, settings
+from ._reference import config as _config, restart_text
 from ._results import CheckResult, PropertyResult
 
-#: RapidCheck's seed when none is given: a fixed one, so a check that passes in CI passes again.
-DEFAULT_SEED = 20261130
+_K = DEFAULTS["kernel"]
 
 
 def kernel_properties():
@@ -15,10 +15,11 @@ def kernel_properties():
     return _core.kernel_properties()
 
 
-def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], accumulate=_D["accumulate"],
-                 products=_D["products"], coeffs=_D["coeffs"], restart_at=_D["restart_at"], batched=False,
-                 required=None, properties=None, max_success=100, max_size=100, max_dim=48, shape=None, seed=None,
-                 replay=None, promise="map", counterexamples=None, shrink_seconds=SHRINK_SECONDS):
+def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], accumulate=_K["accumulate"],
+                 products=_K["products"], coeffs=_K["coeffs"], restart_at=_K["restart_at"], batched=_K["batched"],
+                 required=None, properties=None, max_success=_K["max_success"], max_size=_K["max_size"],
+                 max_dim=_K["max_dim"], shape=None, seed=None, replay=None, promise=_K["promise"], counterexamples=None,
+                 shrink_seconds=_K["shrink_seconds"]):
     """Run nsverify's kernel properties on ``fn(G: np.ndarray, steps: int) -> np.ndarray``.
 
     fn is your Newton-Schulz: it receives a float32 C-ordered matrix (float64 when dtype="fp64";
@@ -92,35 +93,35 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype=_D["dtype"], 
     """
     if not callable(fn):
         raise TypeError(f"fn must be a callable fn(G, steps) -> array, got {type(fn).__name__}")
-    cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
-    return run_kernel_check(NumpyKernel(fn, cfg.steps), _name(fn), cfg, batched, required, properties, max_success,
-                            max_size, max_dim, shape, seed, replay, promise=promise, counterexamples=counterexamples,
-                            shrink_seconds=shrink_seconds)
+    s = settings("kernel", **given_settings(locals(), restart_at))
+    cfg = _config(**{k: s[k] for k in NS_KNOBS})
+    return run_kernel_check(NumpyKernel(fn, cfg.steps), _name(fn), s, cfg)
+
+
+def given_settings(arguments, restart_at):
+    """A check's arguments as its record's settings: every argument but the implementation, the
+    restart list in the record's text form."""
+    return {k: v for k, v in arguments.items() if k != "fn"} | dict(restart_at=restart_text(restart_at))
 
 
 def _name(fn):
     return getattr(fn, "__qualname__", repr(fn))
 
 
-def run_kernel_check(adapter, name, cfg, batched, required, properties, max_success, max_size, max_dim, shape, seed, replay,
-                     promise="map", counterexamples=None, result_type=CheckResult, shrink_seconds=SHRINK_SECONDS, **extra):
-    """The kernel catalogue on any framework's adapter (nsverify/_adapters.py): a result_type(subject,
-    properties, **extra), with its seed, promise and the failures' arrays saved."""
+def run_kernel_check(adapter, name, s, cfg, result_type=CheckResult, **extra):
+    """The kernel catalogue on any framework's adapter (nsverify/_adapters.py) with the typed settings `s`
+    of a kernel record (nsverify/_records.py): a result_type(subject, properties, **extra), with its seed,
+    promise and the failures' arrays saved."""
     table = kernel_properties()
-    selected = _select(_args.names("properties", properties), table)
-    wanted = _select(_args.names("required", required), table) if required is not None else promised(promise, table)
-    pinned = None if shape is None else _args.shape("shape", shape)  # its size limit is the library's
-    outcomes = _core.check_kernel(adapter, name, cfg, _args.boolean("batched", batched),
-                                  _args.integer("max_dim", max_dim, 8, 4096), pinned,
-                                  DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
-                                  _args.integer("max_success", max_success, 1, 100000),
-                                  _args.integer("max_size", max_size, 0, 100000), _args.number("shrink_seconds", shrink_seconds),
-                                  selected or [],
-                                  _args.optional_text("replay", replay) or "")
+    selected = _select(s["properties"], table)
+    wanted = _select(s["required"], table) if s["required"] is not None else promised(s["promise"], table)
+    core = {k: v for k, v in s.items() if k in FIELDS["kernel"]} | dict(accumulate=cfg.accumulate)
+    outcomes = _core.check_kernel(adapter, name, "kernel", core, selected or [])
     results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"
     result = result_type(subject, results, **extra)
-    _finish(result, cfg, DEFAULT_SEED if seed is None else int(seed), None if required is not None else promise, counterexamples)
+    seed = DEFAULT_SEED if s["seed"] is None else s["seed"]
+    _finish(result, cfg, seed, None if s["required"] is not None else s["promise"], s["counterexamples"])
     return result
 
 
@@ -135,13 +136,7 @@ def _finish(result, cfg, seed, promise, counterexamples):
 
 def promised(promise, table):
     """The property names a promise requires: "map" those whose promise is "map", "bitwise" every one."""
-    if promise not in PROMISES:
-        raise ValueError(f"promise: must be one of {', '.join(map(repr, PROMISES))}, got {promise!r}")
     return [p["name"] for p in table if promise == "bitwise" or p["promise"] == "map"]
-
-
-#: check_kernel's presets: what a kernel promises ("map": the right function; "bitwise": and its bits).
-PROMISES = ("map", "bitwise")
 
 
 def _select(names, table):

@@ -11,12 +11,6 @@ CONFIG_SCHEMA = _core.config_schema()
 #: NsConfig's defaults, by keyword: those of every front end (``nsv ns``, ``config``, ``ns``).
 NS_DEFAULTS = {field: CONFIG_SCHEMA[field]["default"]
                for field in ("kernel", "steps", "dtype", "accumulate", "products", "coeffs", "restart_at")}
-#: The checks' defaults (check_kernel, check_tp, ``nsv check``): NsConfig's, except products="full", deliberately:
-#: a check compares the user's implementation with the reference bit for bit, and PyTorch (so any torch
-#: Newton-Schulz) computes both triangles of the n x n products.
-CHECK_DEFAULTS = dict(NS_DEFAULTS, products="full")
-#: The checks' shrinking budget in seconds (checks::RunSettings; its range is checked there).
-SHRINK_SECONDS = _core.DEFAULT_SHRINK_SECONDS
 _BACKEND = CONFIG_SCHEMA["backend"]["default"]
 _REDUCTION_ORDER = CONFIG_SCHEMA["reduction_order"]["default"]
 #: How check_tp(dp=...) partitions each TP shard over the DP ranks by default, and the choices.

@@ -4,10 +4,10 @@ import dataclasses
 
 import numpy as np
 
-from . import _args
 from . import _nsverify as _core
-from ._kernel import DEFAULT_SEED
-from ._reference import CHECK_DEFAULTS as _D, DP_PARTITION, DP_PARTITIONS, SHRINK_SECONDS, config as _config
+from ._kernel import given_settings
+from ._records import DEFAULT_SEED, DEFAULTS, NS_KNOBS, settings
+from ._reference import _layout, config as _config
 from ._results import CheckResult, PropertyResult, _table
 
 
@@ -68,10 +68,15 @@ class TpCheckResult(CheckResult):
         return d
 
 
-def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["kernel"], steps=_D["steps"],
-             dtype=_D["dtype"], accumulate=_D["accumulate"], products=_D["products"], coeffs=_D["coeffs"],
-             restart_at=_D["restart_at"], max_tp=8, max_dim=48, dp=None, dp_partition=DP_PARTITION, max_success=100, max_size=100,
-             diagnosis_cases=24, seed=None, replay=None, counterexamples=None, shrink_seconds=SHRINK_SECONDS):
+_T = DEFAULTS["tp"]
+
+
+def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect_scale"], kernel=_T["kernel"],
+             steps=_T["steps"], dtype=_T["dtype"], accumulate=_T["accumulate"], products=_T["products"],
+             coeffs=_T["coeffs"], restart_at=_T["restart_at"], max_tp=_T["max_tp"], max_dim=_T["max_dim"], dp=None,
+             dp_partition=_T["dp_partition"], max_success=_T["max_success"], max_size=_T["max_size"],
+             diagnosis_cases=_T["diagnosis_cases"], seed=None, replay=None, counterexamples=None,
+             shrink_seconds=_T["shrink_seconds"]):
     """Check ``fn(shards: list[np.ndarray], spec) -> list[np.ndarray]``, your tensor-parallel NS.
 
     fn receives the shards of a matrix exactly as AutoTP lays them out (float32, rank order; a rank
@@ -130,42 +135,32 @@ def check_tp(fn, claim="exact", target="whole", aspect_scale=False, kernel=_D["k
 
     Returns a TpCheckResult: truthy only if every property of the claim holds and checked a case.
     """
-    cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
     if not callable(fn):
         raise TypeError(f"fn must be a callable fn(shards, spec) -> list of arrays, got {type(fn).__name__}")
+    s = settings("tp", **given_settings(locals(), restart_at))
+    cfg = _config(**{k: s[k] for k in NS_KNOBS})
     name = getattr(fn, "__qualname__", repr(fn))
-    out = run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size,
-                       diagnosis_cases, replay, dp=dp, dp_partition=dp_partition, shrink_seconds=shrink_seconds)
-    return tp_result(out, name, claim, cfg, seed=seed, counterexamples=counterexamples)
+    return tp_result(_core.check_tp(fn, name, "tp", s), name, s, cfg)
 
 
-def run_tp_check(fn, name, cfg, claim, target, aspect_scale, max_tp, max_dim, seed, max_success, max_size, diagnosis_cases,
-                 replay, tps=(), axis=None, uneven=True, zero_width=True, fused=None, shape=None, heads=0, kv_heads=0,
-                 dp=None, dp_partition=DP_PARTITION, shrink_seconds=SHRINK_SECONDS):
-    """The TP catalogue on fn(shards, spec) -> list of arrays, in the scope the keywords narrow (TpScope),
-    every argument typed strictly (_args): the core's dict {"properties", "diagnosis", "target"}."""
-    return _core.check_tp(fn, name, cfg, _args.text("claim", claim, ("exact", "rounding", "none")),
-                          _args.text("target", target, ("whole", "per_head")), _args.boolean("aspect_scale", aspect_scale),
-                          _args.integer("max_tp", max_tp, 1, 64), _args.integer("max_dim", max_dim, 8, 4096), list(tps), axis,
-                          _args.boolean("uneven", uneven), _args.boolean("zero_width", zero_width), fused, shape,
-                          _args.integer("heads", heads, 0, 1 << 20), _args.integer("kv_heads", kv_heads, 0, 1 << 20),
-                          None if dp is None else _args.integer("dp", dp, 1, 64),
-                          _args.text("dp_partition", dp_partition, DP_PARTITIONS),
-                          DEFAULT_SEED if seed is None else _args.integer("seed", seed, 0, (1 << 64) - 1),
-                          _args.integer("max_success", max_success, 1, 100000), _args.integer("max_size", max_size, 0, 100000),
-                          _args.number("shrink_seconds", shrink_seconds),
-                          _args.integer("diagnosis_cases", diagnosis_cases, 0, 10000), _args.optional_text("replay", replay) or "")
-
-
-def tp_result(out, name, claim, cfg, seed=None, counterexamples=None, result_type=TpCheckResult, **extra):
-    """A result_type(subject, properties, target, candidates, cases, **extra) from run_tp_check's dict, with
-    its seed and the failures' arrays saved (in `counterexamples`, or a new temporary folder)."""
+def tp_result(out, name, s, cfg, result_type=TpCheckResult, **extra):
+    """A result_type(subject, properties, target, candidates, cases, **extra) from the core's check_tp dict,
+    with its seed and the failures' arrays saved (in the settings' `counterexamples`, or a new temporary
+    folder)."""
     properties = [PropertyResult.from_core(p, required=True) for p in out["properties"]]
     diagnosis = out["diagnosis"] or {"candidates": [], "cases": []}
     candidates = [Candidate(**c) for c in diagnosis["candidates"]]
-    subject = f"check_tp({name}: claim {claim}, target {out['target']}; {cfg.kernel} {cfg.dtype} steps={cfg.steps})"
+    subject = f"check_tp({name}: claim {s['claim']}, target {out['target']}; {cfg.kernel} {cfg.dtype} steps={cfg.steps})"
     result = result_type(subject, properties, out["target"], candidates, diagnosis["cases"], **extra)
     from ._counterexamples import save_failures
-    result.seed = DEFAULT_SEED if seed is None else int(seed)
-    save_failures(result, counterexamples, dtype=np.float64 if cfg.dtype == "fp64" else np.float32)
+    result.seed = DEFAULT_SEED if s["seed"] is None else s["seed"]
+    save_failures(result, s["counterexamples"], dtype=np.float64 if cfg.dtype == "fp64" else np.float32)
     return result
+
+
+def tp_rounding_bound(G, layout, **knobs):
+    """The TP catalogue's bound for NS of the whole matrix G computed on `layout`'s shards (S5, the bound
+    check_tp's "rounding" claim asserts): {"s", "n1", "value": 2 S + N1, "derivation"}. S is the
+    computation's own error (the largest rel_diff to float64 among equivalent evaluations), N1 the noise
+    one step of the all-reduce loops adds on this layout. knobs: those of nsverify.config."""
+    return _core.tp_bound(G, _layout("layout", layout), _config(**knobs))

@@ -3,6 +3,7 @@
     nsv check --impl my_ns.py:newton_schulz --kind kernel --kernel standard [--json]
     nsv check --impl my_tp.py:update --kind tp --claim rounding --aspect-scale
     nsv check --impl my_tp.py:update --framework torch --kind tp --world-size 2   (fn(shard, spec, group) on gloo ranks)
+    nsv check --impl my_muon.py:make_optimizer --kind optimizer --config config.json --tp 2 [--dp 2]
 
 Exit status: 0 if every required property holds, 1 if one does not, 2 if the implementation
 cannot be loaded or run (a file that cannot be loaded, a function that is not there, a module or a
@@ -28,9 +29,8 @@ import tempfile
 import time
 import warnings
 
-from ._kernel import check_kernel
-from ._reference import CHECK_DEFAULTS, CONFIG_SCHEMA, DP_PARTITION, DP_PARTITIONS, SHRINK_SECONDS
-from ._tp import check_tp
+import nsverify
+from ._records import FIELDS, settings
 
 
 def load_function(impl):
@@ -59,44 +59,67 @@ def load_function(impl):
     return fn
 
 
+#: The check record each --kind and --framework runs (nsverify/_records.py).
+RECORD_OF = {("kernel", "numpy"): "kernel", ("kernel", "torch"): "torch_kernel", ("tp", "numpy"): "tp",
+             ("tp", "torch"): "torch_tp", ("optimizer", "torch"): "optimizer"}
+#: The flags that are the command's own, not a check's settings.
+OWN_FLAGS = ("impl", "kind", "framework", "json", "call_timeout", "progress", "_child", "params", "config", "layers",
+             "reference_impl")
+
+
+def _shape(text):
+    rows, sep, cols = text.partition("x")
+    if not sep or not rows.isdigit() or not cols.isdigit():
+        raise argparse.ArgumentTypeError(f"expected ROWSxCOLS, e.g. 512x1024; got {text!r}")
+    return int(rows), int(cols)
+
+
+def _names(text):
+    return [n for n in text.split(",") if n]
+
+
+def _settings_flags(p):
+    """One flag per setting of any check record, its type, choices and help from the record; its default
+    None, so that a check given no flag takes its own record's default (listed in the help)."""
+    by_name = {}
+    for kind, fields in FIELDS.items():
+        for name, field in fields.items():
+            by_name.setdefault(name, []).append((kind, field))
+    for name, entries in by_name.items():
+        field = entries[0][1]
+        kinds = ", ".join(kind for kind, _ in entries)
+        defaults = {repr(f["default"]) for _, f in entries}
+        default_words = (f"default {defaults.pop()}" if len(defaults) == 1 else
+                         "defaults " + "; ".join(f"{k} {f['default']!r}" for k, f in entries))
+        words = f"{field['help']} [{kinds}; {default_words}]"
+        choices = sorted({c for _, f in entries for c in f["choices"]}, key=lambda c: min(
+            f["choices"].index(c) if c in f["choices"] else 99 for _, f in entries))
+        flag = "--" + name.replace("_", "-")
+        if field["type"] == "boolean":
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=words)
+            continue
+        typed = dict(integer=int, number=float, shape=_shape, names=_names).get(field["type"], str)
+        kwargs = dict(choices=choices) if field["type"] == "choice" or (field["type"] == "callable" and choices) else {}
+        p.add_argument(flag, type=typed, default=None, help=words, **kwargs)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="nsv check", description=__doc__.split("\n\n")[0])
     p.add_argument("--impl", required=True, help="FILE.py:FUNCTION, the implementation under test")
-    p.add_argument("--kind", required=True, choices=["kernel", "tp"],
-                   help="kernel: fn(G, steps) -> array; tp: fn(shards, spec) -> list of arrays (torch: fn(shard, spec, group))")
+    p.add_argument("--kind", required=True, choices=sorted({k for k, _ in RECORD_OF}),
+                   help="kernel: fn(G, steps) -> array; tp: fn(shards, spec) -> list of arrays (torch: fn(shard, spec, "
+                        "group)); optimizer (torch): make_optimizer(named_params, ctx)")
     p.add_argument("--framework", default="numpy", choices=["numpy", "torch"],
                    help="torch: nsverify.torch's checks (tensors in --dtype on --device; tp on --world-size gloo ranks)")
-    p.add_argument("--world-size", type=int, default=2, help="torch tp: the ranks of the process group")
-    p.add_argument("--device", default="cpu", help="torch: the device fn's tensors are on")
-    p.add_argument("--claim", default="exact", choices=["exact", "rounding", "none"], help="tp: what fn promises")
-    p.add_argument("--target", default="whole", choices=CONFIG_SCHEMA["target"]["choices"], help="tp: the semantics promised")
-    p.add_argument("--aspect-scale", action="store_true", help="tp: fn is a Muon update (whole-shape aspect scale)")
-    p.add_argument("--dp", type=int, help="tp: a TP x DP mesh of this many DP ranks (1..64); fn gets one piece per mesh rank")
-    p.add_argument("--dp-partition", default=DP_PARTITION, choices=DP_PARTITIONS,
-                   help="tp with --dp: zero (ZeRO's flat pieces) | fsdp (FSDP2's rows)")
-    # The knobs: the checks' defaults (NsConfig's, products "full"), the schema's choices.
-    p.add_argument("--kernel", default=CHECK_DEFAULTS["kernel"], choices=CONFIG_SCHEMA["kernel"]["choices"])
-    p.add_argument("--steps", type=int, default=CHECK_DEFAULTS["steps"])
-    p.add_argument("--dtype", default=CHECK_DEFAULTS["dtype"], choices=CONFIG_SCHEMA["dtype"]["choices"])
-    p.add_argument("--accumulate", choices=CONFIG_SCHEMA["accumulate"]["choices"] + ["auto"],
-                   help=f"default {CHECK_DEFAULTS['accumulate']}; torch: auto (the device's matmul probed)")
-    p.add_argument("--products", default=CHECK_DEFAULTS["products"], choices=CONFIG_SCHEMA["products"]["choices"])
-    p.add_argument("--coeffs", default=CHECK_DEFAULTS["coeffs"])
-    p.add_argument("--restart-at", default=CHECK_DEFAULTS["restart_at"],
-                   help="gram kernel: the steps it restarts before, e.g. 2 or 2,4,6 (none: never)")
-    p.add_argument("--batched", action="store_true", help="kernel: fn also takes 3-D batches")
-    p.add_argument("--promise", default="map", choices=["map", "bitwise"],
-                   help="kernel: what fn promises: map (the right function within derived bounds) or bitwise "
-                        "(and reproducible bits: K1, K7, K10); --required overrides it")
-    p.add_argument("--required", help="kernel: comma-separated property names or codes that decide the exit status")
-    p.add_argument("--counterexamples", metavar="DIR",
-                   help="a folder for the failures' arrays (.npy, in a fresh subfolder); default: a new temporary folder")
-    p.add_argument("--max-success", type=int, default=100, help="cases per property")
-    p.add_argument("--max-dim", type=int, default=48, help="largest side generated")
-    p.add_argument("--seed", type=int, help="RapidCheck's seed (fixed by default)")
-    p.add_argument("--shrink-seconds", type=float, default=SHRINK_SECONDS,
-                   help="seconds a failing property may shrink its counterexample (0..3600; 0: the first failing case)")
-    p.add_argument("--replay", help="a failure's replay string: run exactly that case again")
+    _settings_flags(p)
+    optimizer = p.add_argument_group("the optimizer's parameters (--kind optimizer: one of --params and --config)")
+    optimizer.add_argument("--params", metavar="FILE.json",
+                           help="a JSON list of nsverify.torch.Param keywords: name, shape, split, route, heads, kv_heads, fused")
+    optimizer.add_argument("--config", metavar="MODEL.json", help="a Hugging Face config.json: its layers' parameters, "
+                           "split by AutoTP's rules (nsverify.torch.Param.from_config)")
+    optimizer.add_argument("--layers", type=int, default=1, help="with --config: how many layers (default 1)")
+    optimizer.add_argument("--reference-impl", metavar="FILE.py:FACTORY",
+                           help="a second factory as the reference (default: the same factory at tp = 1)")
     p.add_argument("--json", action="store_true", help="the result as JSON on stdout")
     p.add_argument("--call-timeout", type=float, default=300.0,
                    help="seconds one call of the implementation may take before the check stops (exit 2)")
@@ -104,6 +127,28 @@ def parser():
                    help="seconds between progress lines on stderr (0: none)")
     p.add_argument("--_child", help=argparse.SUPPRESS)  # internal: the supervised child's progress file
     return p
+
+
+def as_flag_words(message):
+    """A record's message about a field ("max_dim must be ...") in the command line's words ("--max-dim must be ...")."""
+    name, sep, rest = message.partition(" ")
+    fields = {n for f in FIELDS.values() for n in f}
+    return f"--{name.replace('_', '-')}{sep}{rest}" if name in fields else message
+
+
+def check_settings(args):
+    """The record the arguments name and the settings given for it (flags not given are left to the
+    record's defaults); ValueError for a flag the record has no field for."""
+    framework = "torch" if args.kind == "optimizer" else args.framework
+    record = RECORD_OF.get((args.kind, framework))
+    if record is None:
+        raise ValueError(f"--kind {args.kind} runs with --framework torch only")
+    given = {k: v for k, v in vars(args).items() if k not in OWN_FLAGS and v is not None}
+    foreign = sorted(k for k in given if k not in FIELDS[record])
+    if foreign:
+        raise ValueError(f"{', '.join('--' + k.replace('_', '-') for k in foreign)}: not a setting of the {record} check "
+                         f"(--kind {args.kind} --framework {framework})")
+    return record, given
 
 
 #: nsv check's exit statuses: 0 every required property holds, 1 a property failed, 2 the
@@ -124,10 +169,10 @@ def main(argv=None):
     try:
         _positive("--call-timeout", args.call_timeout)
         _positive("--progress", args.progress, allow_zero=True)
-        if args.steps < 0 or args.steps > 1000:
-            raise ValueError(f"--steps must be an integer between 0 and 1000, got {args.steps}")
-    except ValueError as e:
-        print(f"nsv check: error: {e}", file=sys.stderr)
+        record, given = check_settings(args)
+        settings(record, **given)  # a bad value refused before any child starts
+    except (ValueError, TypeError) as e:
+        print(f"nsv check: error: {as_flag_words(str(e))}", file=sys.stderr)
         return 2
     return _supervise(args, list(sys.argv[1:] if argv is None else argv))
 
@@ -231,30 +276,25 @@ def _child_main(args):
 
 
 def _run_check(args):
-    accumulate = args.accumulate or ("auto" if args.framework == "torch" else CHECK_DEFAULTS["accumulate"])
-    knobs = dict(kernel=args.kernel, steps=args.steps, dtype=args.dtype, accumulate=accumulate,
-                 products=args.products, coeffs=args.coeffs, restart_at=args.restart_at, max_success=args.max_success,
-                 max_dim=args.max_dim, seed=args.seed, replay=args.replay, counterexamples=args.counterexamples,
-                 shrink_seconds=args.shrink_seconds)
     try:
+        record, given = check_settings(args)
+        if record == "optimizer":  # the factory runs on the ranks, each step within --timeout
+            import nsverify.torch
+            result = nsverify.torch.run_from_cli(dict(given, impl=args.impl, params=args.params, config=args.config,
+                                                      layers=args.layers, reference_impl=args.reference_impl))
+            print(json.dumps(result.to_dict(), indent=2) if args.json else result)
+            return EXIT_STATUS[result.verdict]
         # Each call recorded for the supervisor (time limit, progress, exits). A torch TP function runs
         # in rank processes, which look it up by module and name (the unwrapped function) and have
         # their own per-case time limit.
         fn = _Watched(args._child).wrap(load_function(args.impl))
-        kernel_check, tp_check = check_kernel, check_tp
-        if args.framework == "torch":
+        if record.startswith("torch_") or record == "optimizer":
             import nsverify.torch as framework  # ImportError says how to install torch
-            kernel_check, tp_check = framework.check_kernel, framework.check_tp
-            knobs.update(device=args.device)
-            tp_knobs = dict(world_size=args.world_size)
         else:
-            tp_knobs = {}
-        if args.kind == "kernel":
-            required = args.required.split(",") if args.required else None
-            result = kernel_check(fn, batched=args.batched, required=required, promise=args.promise, **knobs)
-        else:
-            result = tp_check(fn, claim=args.claim, target=args.target, aspect_scale=args.aspect_scale, dp=args.dp,
-                              dp_partition=args.dp_partition, **tp_knobs, **knobs)
+            framework = nsverify
+        check = {"kernel": framework.check_kernel, "torch_kernel": framework.check_kernel, "tp": framework.check_tp,
+                 "torch_tp": framework.check_tp}[record]
+        result = check(fn, **given)
     except (ValueError, TypeError, ImportError) as e:
         print(f"nsv check: error: {e}", file=sys.stderr)
         return 2

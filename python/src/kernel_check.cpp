@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "check_records.hpp"
 #include "kernel_catalogue.hpp"
 #include "nsv/invalid_field.hpp"
 #include "outcomes.hpp"
@@ -54,8 +55,6 @@ py::dict outcome_of(const KernelProperty& p, const checks::KernelUnderTest& impl
 py::list check_kernel(py::object adapter, const std::string& name, const NsConfig& cfg, bool batched, Eigen::Index max_dim,
                       std::optional<props::Shape> shape, const checks::RunSettings& settings,
                       const std::vector<std::string>& only, const std::string& replay) {
-  if (settings.max_success < 1 || settings.max_success > 100000)
-    throw InvalidField("max_success", "must be between 1 and 100000, got " + std::to_string(settings.max_success));
   const UserKernel impl(std::move(adapter), name, batched, cfg.dtype == DType::fp64);
   const checks::KernelDomain domain = checks::one_configuration(cfg, max_dim, shape);
   const checks::ReplayMap replays =
@@ -77,21 +76,21 @@ props::Shape pinned_shape(std::int64_t rows, std::int64_t cols) {
 }  // namespace
 
 void bind_kernel_check(py::module_& m) {
-  m.attr("DEFAULT_SHRINK_SECONDS") = checks::RunSettings{}.shrink_seconds;
   m.def("kernel_properties", &kernel_property_table, "The kernel catalogue: code, name, claim, promise, needs.");
   m.def(
       "check_kernel",
-      [](py::object adapter, const std::string& name, const NsConfig& cfg, bool batched, Eigen::Index max_dim,
-         std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::uint64_t seed, int max_success, int max_size,
-         double shrink_seconds, const std::vector<std::string>& only, const std::string& replay) {
+      [](py::object adapter, const std::string& name, const std::string& kind, const py::dict& given,
+         const std::vector<std::string>& only) {
+        const nlohmann::json s = settings_from_python(checks::check_record(kind), given);
+        if (s.contains("device")) throw InvalidField("kind", "the core runs the numpy kernel record; torch's is resolved in Python");
         std::optional<props::Shape> pinned;
-        if (shape) pinned = pinned_shape(shape->first, shape->second);
-        return check_kernel(std::move(adapter), name, cfg, batched, max_dim, pinned,
-                            checks::RunSettings{seed, max_success, max_size, shrink_seconds}, only, replay);
+        if (!s.at("shape").is_null()) pinned = pinned_shape(s.at("shape")[0].get<std::int64_t>(), s.at("shape")[1].get<std::int64_t>());
+        return check_kernel(std::move(adapter), name, checks::ns_config_of(s), s.at("batched").get<bool>(),
+                            s.at("max_dim").get<Eigen::Index>(), pinned, checks::run_settings_of(s), only,
+                            s.at("replay").is_null() ? std::string() : s.at("replay").get<std::string>());
       },
-      py::arg("adapter"), py::arg("name"), py::arg("config"), py::arg("batched"), py::arg("max_dim"), py::arg("shape"),
-      py::arg("seed"), py::arg("max_success"), py::arg("max_size"), py::arg("shrink_seconds"), py::arg("properties"),
-      py::arg("replay"));
+      py::arg("adapter"), py::arg("name"), py::arg("kind"), py::arg("settings"), py::arg("properties"),
+      "The kernel catalogue on an adapter, every setting from the kind's record (check_records()).");
 }
 
 }  // namespace nsv::python

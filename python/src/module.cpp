@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "check_records.hpp"
 #include "errors.hpp"
 #include "kernel_check.hpp"
 #include "reference_bindings.hpp"
@@ -28,6 +29,7 @@ PYBIND11_MODULE(_nsverify, m) {
   m.doc() = "nsverify's C++ core: the reference, the shard model, the audit, and the property checks";
   nsv::python::register_error_translation();
   nsv::python::bind_reference(m);
+  nsv::python::bind_check_records(m);
   nsv::python::bind_kernel_check(m);
   nsv::python::bind_tp_check(m);
 }

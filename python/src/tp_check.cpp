@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "arrays.hpp"
+#include "check_records.hpp"
 #include "nsv/config_schema.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/mesh.hpp"
@@ -184,17 +185,10 @@ class UserTpUpdate final : public checks::TpUnderTest {
   bool float64_;
 };
 
-checks::TpClaim parse_claim(const std::string& claim) {
-  if (claim == "exact") return checks::TpClaim::exact;
-  if (claim == "rounding") return checks::TpClaim::rounding;
-  if (claim == "none") return checks::TpClaim::none;
-  throw InvalidField("claim", "must be exact, rounding or none, got '" + claim + "'");
-}
-
-Semantics parse_target(const std::string& target, ResultKind kind) {
-  if (target == "whole") return kind == ResultKind::ns ? Semantics::whole_ns : Semantics::whole;
-  if (target == "per_head") return Semantics::per_head;
-  throw InvalidField("target", "must be whole or per_head, got '" + target + "'");
+// The semantics a target names, of the result's kind (NS results or Muon updates).
+Semantics target_semantics(Target target, ResultKind kind) {
+  if (target == Target::per_head) return Semantics::per_head;
+  return kind == ResultKind::ns ? Semantics::whole_ns : Semantics::whole;
 }
 
 bool required(const checks::TpProperty& p, checks::TpClaim claim) {
@@ -219,21 +213,17 @@ py::dict diagnosis_of(const checks::TpDiagnosis& d) {
   return py::dict(py::arg("candidates") = candidates, py::arg("cases") = cases);
 }
 
-py::dict check_tp(py::object fn, const std::string& name, const NsConfig& cfg, const std::string& claim_text, const std::string& target,
-                  bool aspect_scale, const checks::TpScope& scope, const checks::RunSettings& settings, int diagnosis_cases,
-                  const std::string& replay) {
-  const checks::TpClaim claim = parse_claim(claim_text);
-  if (scope.max_side < 8) throw InvalidField("max_dim", "must be between 8 and 4096, got " + std::to_string(scope.max_side));
-  scope.validate();
-  if (diagnosis_cases < 0 || diagnosis_cases > 10000)
-    throw InvalidField("diagnosis_cases", "must be between 0 and 10000, got " + std::to_string(diagnosis_cases));
-  if (settings.max_success < 1 || settings.max_success > 100000)
-    throw InvalidField("max_success", "must be between 1 and 100000, got " + std::to_string(settings.max_success));
+py::dict check_tp(py::object fn, const std::string& name, const nlohmann::json& s) {
+  const checks::TpClaim claim = parse_named<checks::TpClaim>(s.at("claim").get<std::string>());
+  const NsConfig cfg = checks::ns_config_of(s);
+  const checks::RunSettings settings = checks::run_settings_of(s);
+  const int diagnosis_cases = s.at("diagnosis_cases").get<int>();
+  const std::string replay = s.at("replay").is_null() ? std::string() : s.at("replay").get<std::string>();
   checks::TpCheck check;
   check.cfg = cfg;
-  check.kind = aspect_scale ? ResultKind::muon_update : ResultKind::ns;
-  check.target = parse_target(target, check.kind);
-  check.scope = scope;
+  check.kind = s.at("aspect_scale").get<bool>() ? ResultKind::muon_update : ResultKind::ns;
+  check.target = target_semantics(parse_named<Target>(s.at("target").get<std::string>()), check.kind);
+  check.scope = checks::tp_scope_of(s);
   const SemanticsRecord& target_rec = checks::target_record(check);
   const UserTpUpdate impl(std::move(fn), name, cfg.dtype == DType::fp64);
   const checks::ReplayMap replays =
@@ -278,31 +268,32 @@ py::dict check_tp(py::object fn, const std::string& name, const NsConfig& cfg, c
 void bind_tp_check(py::module_& m) {
   m.def(
       "check_tp",
-      [](py::object fn, const std::string& name, const NsConfig& cfg, const std::string& claim, const std::string& target,
-         bool aspect_scale, int max_tp, std::int64_t max_dim, const std::vector<int>& tps, std::optional<int> axis, bool uneven,
-         bool zero_width, std::optional<bool> fused, std::optional<std::pair<std::int64_t, std::int64_t>> shape, std::int64_t heads,
-         std::int64_t kv_heads, std::optional<int> dp, const std::string& dp_partition, std::uint64_t seed, int max_success,
-         int max_size, double shrink_seconds, int diagnosis_cases, const std::string& replay) {
-        checks::TpScope scope;
-        scope.max_tp = max_tp;
-        scope.max_side = max_dim;
-        scope.tps = tps;
-        scope.axis = axis;
-        scope.uneven = uneven;
-        scope.zero_width = zero_width;
-        scope.fused = fused;
-        scope.shape = shape;
-        scope.heads = heads;
-        scope.kv_heads = kv_heads;
-        scope.dp = dp;
-        scope.dp_partition = parse_named<DpPartition>(dp_partition);
-        return check_tp(std::move(fn), name, cfg, claim, target, aspect_scale, scope,
-                        checks::RunSettings{seed, max_success, max_size, shrink_seconds}, diagnosis_cases, replay);
+      [](py::object fn, const std::string& name, const std::string& kind, const py::dict& given) {
+        return check_tp(std::move(fn), name, settings_from_python(checks::check_record(kind), given));
       },
-      py::arg("fn"), py::arg("name"), py::arg("config"), py::arg("claim"), py::arg("target"), py::arg("aspect_scale"),
-      py::arg("max_tp"), py::arg("max_dim"), py::arg("tp"), py::arg("axis"), py::arg("uneven"), py::arg("zero_width"),
-      py::arg("fused"), py::arg("shape"), py::arg("heads"), py::arg("kv_heads"), py::arg("dp"), py::arg("dp_partition"), py::arg("seed"), py::arg("max_success"),
-      py::arg("max_size"), py::arg("shrink_seconds"), py::arg("diagnosis_cases"), py::arg("replay"));
+      py::arg("fn"), py::arg("name"), py::arg("kind"), py::arg("settings"),
+      "The TP claims and the diagnosis on fn(shards, spec), every setting from the kind's record (check_records()).");
+  m.def(
+      "tp_bound",
+      [](const py::handle& g, const Layout& layout, const NsConfig& cfg) {
+        TpCase t;
+        t.layout = layout;
+        MatD m = matrix_from(g, "G");
+        t.rows = m.rows();
+        t.cols = m.cols();
+        if (layout.dim != (layout.axis == 0 ? t.rows : t.cols))
+          throw InvalidField("layout", "splits an axis of " + std::to_string(layout.dim) + ", not G's " +
+                                           std::to_string(layout.axis == 0 ? t.rows : t.cols));
+        checks::TpBound b;
+        {
+          py::gil_scoped_release free;
+          b = checks::tp_bound(t, m, semantics_record(Semantics::whole_ns), cfg);
+        }
+        return py::dict(py::arg("s") = b.s, py::arg("n1") = b.n1, py::arg("value") = b.value(),
+                        py::arg("derivation") = std::string(checks::kTpBoundDerivation));
+      },
+      py::arg("G"), py::arg("layout"), py::arg("config"),
+      "The S5 bound 2 S + N1 of a TP result of NS of the whole G against its target on `layout` (tp_catalogue.hpp).");
 }
 
 }  // namespace nsv::python

@@ -48,6 +48,6 @@ def test_a_seeded_batch_bug_fails_the_map_promise_by_its_map_property():
 def test_required_overrides_the_promise_and_a_bad_promise_names_the_choices():
     r = nsverify.check_kernel(plain_ns, kernel="standard", promise="bitwise", required=["REF"])
     assert r and r.promise is None
-    with pytest.raises(ValueError, match=r"promise: must be one of 'map', 'bitwise', got 'exact'"):
+    with pytest.raises(ValueError, match=r"promise must be one of 'map', 'bitwise', got 'exact'"):
         nsverify.check_kernel(numpy_ns.standard_ns, promise="exact")
 

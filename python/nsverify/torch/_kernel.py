@@ -3,8 +3,9 @@
 import numpy as np
 import torch
 
-from .._kernel import _name, run_kernel_check
-from .._reference import CHECK_DEFAULTS as _D, SHRINK_SECONDS, config as _config
+from .._kernel import _name, given_settings, run_kernel_check
+from .._records import DEFAULTS, NS_KNOBS, settings
+from .._reference import config as _config
 from .._results import CheckResult
 from ._probe import probe_accumulation, support
 from ._tensors import Observed, numpy_dtype, shares_storage, tidy, to_numpy, to_tensor, torch_dtype
@@ -73,10 +74,14 @@ def environment(dtype, device, input_dtype, words):
     return dict(torch=torch.__version__, device=str(device), dtype=dtype, input_dtype=input_dtype, accumulation=words)
 
 
-def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype="bf16", accumulate="auto", device="cpu",
-                 input_dtype=None, products=_D["products"], coeffs=_D["coeffs"], restart_at=_D["restart_at"],
-                 batched=False, required=None, properties=None, max_success=100, max_size=100, max_dim=48, shape=None,
-                 seed=None, replay=None, promise="map", counterexamples=None, shrink_seconds=SHRINK_SECONDS):
+_K = DEFAULTS["torch_kernel"]
+
+
+def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], accumulate=_K["accumulate"],
+                 device=_K["device"], input_dtype=None, products=_K["products"], coeffs=_K["coeffs"],
+                 restart_at=_K["restart_at"], batched=_K["batched"], required=None, properties=None,
+                 max_success=_K["max_success"], max_size=_K["max_size"], max_dim=_K["max_dim"], shape=None, seed=None,
+                 replay=None, promise=_K["promise"], counterexamples=None, shrink_seconds=_K["shrink_seconds"]):
     """Run nsverify's kernel properties on ``fn(G: torch.Tensor, steps: int) -> torch.Tensor``.
 
     The same properties, generators, bounds, shrinking and replay as nsverify.check_kernel (see its
@@ -99,14 +104,12 @@ def check_kernel(fn, kernel=_D["kernel"], steps=_D["steps"], dtype="bf16", accum
     The result is truthy only if every required property holds; fn's result may be in any dtype
     (read back as float32, float64 for fp64).
     """
-    device = torch.device(device)
-    support(dtype, str(device))
-    given = input_dtype or dtype
-    torch_dtype(given)
-    accumulate, words = resolve_accumulate(accumulate, dtype, str(device))
-    cfg = _config(kernel, steps, dtype, accumulate, products, coeffs, restart_at)
-    adapter = TorchKernel(fn, cfg.steps, torch_dtype(given), device, numpy_dtype(dtype))
-    return run_kernel_check(adapter, _name(fn), cfg, batched, required, properties, max_success, max_size, max_dim, shape,
-                            seed, replay, promise=promise, counterexamples=counterexamples, result_type=TorchCheckResult,
-                            shrink_seconds=shrink_seconds,
-                            environment=environment(dtype, device, given, words))
+    s = settings("torch_kernel", **given_settings(locals(), restart_at))
+    device = torch.device(s["device"])
+    support(s["dtype"], str(device))
+    given = s["input_dtype"] or s["dtype"]
+    s["accumulate"], words = resolve_accumulate(s["accumulate"], s["dtype"], str(device))
+    cfg = _config(**{k: s[k] for k in NS_KNOBS})
+    adapter = TorchKernel(fn, cfg.steps, torch_dtype(given), device, numpy_dtype(s["dtype"]))
+    return run_kernel_check(adapter, _name(fn), s, cfg, result_type=TorchCheckResult,
+                            environment=environment(s["dtype"], device, given, words))

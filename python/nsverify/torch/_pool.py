@@ -130,6 +130,9 @@ atexit.register(shutdown)
 class RankPool:
     """world_size rank processes running fn(shard, spec, group); see the module's doc."""
 
+    #: The rank process's entry point (check_optimizer's pool serves its runs with its own worker).
+    worker = staticmethod(_worker.main)
+
     def __init__(self, fn, world_size, backend="gloo", timeout=10.0, dtype="fp32", input_dtype=None, device="cpu",
                  threads=1, start_timeout=180.0, mesh=None):
         self.world_size = int(world_size)
@@ -155,7 +158,7 @@ class RankPool:
             for rank in range(self.world_size):
                 ours, theirs = ctx.Pipe()
                 settings = dict(self.settings, stderr=os.path.join(self.logs, f"rank{rank}.stderr"))
-                p = ctx.Process(target=_worker.main, name=f"nsverify-rank{rank}", daemon=True,
+                p = ctx.Process(target=self.worker, name=f"nsverify-rank{rank}", daemon=True,
                                 args=(rank, self.world_size, port, theirs, os.getpid(), settings, self.fn_ref))
                 with _without_main():
                     p.start()

@@ -5,11 +5,11 @@ import types
 
 import numpy as np
 
-from .._kernel import _name
-from .. import _args
-from .._reference import (CHECK_DEFAULTS as _D, DP_PARTITION, SHRINK_SECONDS, autotp_layout, config as _config, plan_strategy,
-                          split)
-from .._tp import TpCheckResult, run_tp_check, tp_result
+from .. import _nsverify as _core
+from .._kernel import _name, given_settings
+from .._records import DEFAULTS, NS_KNOBS, settings
+from .._reference import autotp_layout, config as _config, plan_strategy, split
+from .._tp import TpCheckResult, tp_result
 from ._kernel import environment, resolve_accumulate
 from ._pool import RankFailure, RankPool
 from ._probe import support
@@ -159,12 +159,17 @@ class TorchTpCheckResult(TpCheckResult):
         return d
 
 
-def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", aspect_scale=False, uneven=True,
-             zero_width=True, fused=None, axis=None, shape=None, heads=0, kv_heads=0, dp=None, dp_partition=DP_PARTITION,
-             kernel=_D["kernel"], steps=_D["steps"],
-             dtype="fp32", accumulate="auto", input_dtype=None, device="cpu", products=_D["products"], coeffs=_D["coeffs"],
-             restart_at=_D["restart_at"], max_dim=32, max_success=30, max_size=100, diagnosis_cases=12, seed=None,
-             replay=None, timeout=10.0, strategy=None, threads=1, counterexamples=None, shrink_seconds=SHRINK_SECONDS):
+_T = DEFAULTS["torch_tp"]
+
+
+def check_tp(fn, world_size=_T["world_size"], backend=_T["backend"], claim=_T["claim"], target=_T["target"],
+             aspect_scale=_T["aspect_scale"], uneven=_T["uneven"], zero_width=_T["zero_width"], fused=None, axis=None,
+             shape=None, heads=_T["heads"], kv_heads=_T["kv_heads"], dp=None, dp_partition=_T["dp_partition"],
+             kernel=_T["kernel"], steps=_T["steps"], dtype=_T["dtype"], accumulate=_T["accumulate"], input_dtype=None,
+             device=_T["device"], products=_T["products"], coeffs=_T["coeffs"], restart_at=_T["restart_at"],
+             max_dim=_T["max_dim"], max_success=_T["max_success"], max_size=_T["max_size"],
+             diagnosis_cases=_T["diagnosis_cases"], seed=None, replay=None, timeout=_T["timeout"], strategy=None,
+             threads=_T["threads"], counterexamples=None, shrink_seconds=_T["shrink_seconds"]):
     """Check ``fn(shard: torch.Tensor, spec, group) -> torch.Tensor`` on world_size real processes.
 
     The ranks form a torch.distributed process group (backend "gloo") on the loopback. On each case
@@ -211,43 +216,38 @@ def check_tp(fn, world_size=2, backend="gloo", claim="exact", target="whole", as
     dtype/accumulate as nsverify.torch.check_kernel (accumulate="auto": probed). threads: torch
     threads per rank. Returns a TorchTpCheckResult (truthy only if the claim's properties hold).
     """
-    if dp is not None and strategy is not None:
+    s = settings("torch_tp", **given_settings(locals(), restart_at))
+    if s["dp"] is not None and s["strategy"] is not None:
         raise ValueError("strategy= compares a one-axis plan of the cost model with the collectives; with dp= there is "
                          "none to compare: leave strategy unset (the audit's mesh plans: nsv audit --dp)")
+    dtype, device, input_dtype, dp = s["dtype"], s["device"], s["input_dtype"], s["dp"]
     support(dtype, str(device))
-    accumulate, words = resolve_accumulate(accumulate, dtype, str(device))
-    knobs = dict(kernel=kernel, steps=steps, dtype=dtype, accumulate=accumulate, products=products, coeffs=coeffs,
-                 restart_at=restart_at)
+    s["accumulate"], words = resolve_accumulate(s["accumulate"], dtype, str(device))
+    knobs = {k: s[k] for k in NS_KNOBS}
     cfg = _config(**knobs)
     name = _name(fn)
-    scope = dict(tps=[int(world_size)], axis=axis, uneven=uneven, zero_width=zero_width, fused=fused,
-                 shape=None if shape is None else (int(shape[0]), int(shape[1])), heads=heads, kv_heads=kv_heads, dp=dp,
-                 dp_partition=dp_partition)
-    mesh = None if dp is None else (int(world_size), _args.integer("dp", dp, 1, 64))
-    pool = RankPool(fn, world_size * (mesh[1] if mesh else 1), backend, timeout, dtype, input_dtype, device, threads,
-                    mesh=mesh)
+    pool = RankPool(fn, s["world_size"] * (dp or 1), s["backend"], s["timeout"], dtype, input_dtype, device, s["threads"],
+                    mesh=None if dp is None else (s["world_size"], dp))
     runner = Runner(pool)
     try:
-        out = run_tp_check(runner, name, cfg, claim, target, aspect_scale, world_size, max_dim, seed, max_success, max_size,
-                           0, replay, shrink_seconds=shrink_seconds, **scope)
-        if not replay and diagnosis_cases > 0:
+        out = _core.check_tp(runner, name, "torch_tp", dict(s, diagnosis_cases=0))
+        if not s["replay"] and s["diagnosis_cases"] > 0:
             runner.fail_fast = True
-            out["diagnosis"] = run_tp_check(runner, name, cfg, "none", target, aspect_scale, world_size, max_dim, seed,
-                                            max_success, max_size, diagnosis_cases, "", shrink_seconds=shrink_seconds,
-                                            **scope)["diagnosis"]
+            out["diagnosis"] = _core.check_tp(runner, name, "torch_tp", dict(s, claim="none"))["diagnosis"]
     finally:
         pool.close()
-    env = dict(environment(dtype, device, input_dtype or dtype, words), world_size=pool.world_size, dp=dp, backend=backend,
-               timeout_s=float(timeout), restarts=max(0, pool.restarts - 1), strategy=strategy,
+    env = dict(environment(dtype, device, input_dtype or dtype, words), world_size=pool.world_size, dp=dp, backend=s["backend"],
+               timeout_s=s["timeout"], restarts=max(0, pool.restarts - 1), strategy=s["strategy"],
                failed_cases=len(pool.failures), slowest_failed_case_s=max(pool.failures, default=None))
-    plan = [compare_with_plan(r, strategy, knobs) for r in runner.records] if strategy else []
-    return tp_result(out, name, claim, cfg, seed=seed, counterexamples=counterexamples, result_type=TorchTpCheckResult, environment=env, collectives=runner.records,
+    plan = [compare_with_plan(r, s["strategy"], knobs) for r in runner.records] if s["strategy"] else []
+    return tp_result(out, name, s, cfg, result_type=TorchTpCheckResult, environment=env, collectives=runner.records,
                      plan=plan)
 
 
-def run_tp(fn, G, world_size=2, axis=0, heads=0, kv_heads=0, grain=1, backend="gloo", kernel=_D["kernel"], steps=_D["steps"],
-           dtype="fp32", input_dtype=None, device="cpu", coeffs=_D["coeffs"], timeout=10.0, strategy=None, accumulate="fp32",
-           products=_D["products"], restart_at=_D["restart_at"]):
+def run_tp(fn, G, world_size=_T["world_size"], axis=0, heads=0, kv_heads=0, grain=1, backend=_T["backend"],
+           kernel=_T["kernel"], steps=_T["steps"], dtype=_T["dtype"], input_dtype=None, device=_T["device"],
+           coeffs=_T["coeffs"], timeout=_T["timeout"], strategy=None, accumulate="fp32", products=_T["products"],
+           restart_at=_T["restart_at"]):
     """fn on one layout of G (AutoTP's split of `axis` into world_size ranks by heads/kv_heads or the grain
     rule): {"layout", "outputs" (each rank's block, numpy), "calls" (each rank's collectives), "plan"
     (the comparison with `strategy`'s cost model, if named)}."""

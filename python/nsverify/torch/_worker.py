@@ -166,7 +166,12 @@ def _mesh_groups(dist, rank, world_size, mesh, groups):
             1: types.SimpleNamespace(mesh=one, tp=one, dp=one)}
 
 
-def main(rank, world_size, port, conn, caller, settings, fn_ref):
+def run_rank(rank, world_size, port, conn, caller, settings, load, make_groups, serve):
+    """A rank process's life under the pool's protocol (_pool.RankPool): guarded to end with the caller, its
+    stderr in the pool's file, the user's code loaded (`load()`, before the group, so that code the ranks
+    cannot load fails at the start), the group joined on the loopback and its subgroups made
+    (`make_groups(dist)`), then "ready", then one reply `serve(dist, loaded, groups, message)` per message
+    until the pool says stop or the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     if settings.get("stderr"):  # the pool quotes its tail when the process dies
@@ -178,15 +183,13 @@ def main(rank, world_size, port, conn, caller, settings, fn_ref):
         import torch
         import torch.distributed as dist
         torch.set_num_threads(settings["threads"])
-        fn = load_function(fn_ref)
+        loaded = load()
         # the group's own timeout bounds its start (a loaded machine) as well as its collectives: generous, since
         # the pool ends a case at its time limit itself
         dist.init_process_group(settings["backend"], init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world_size,
                                 timeout=datetime.timedelta(seconds=max(120.0, 4 * settings["timeout"])))
-        groups = {world_size: dist.new_group(list(range(world_size))), 1: dist.new_group([0])}
-        if settings.get("mesh"):
-            groups = _mesh_groups(dist, rank, world_size, settings["mesh"], groups)
+        groups = make_groups(dist)
     except Exception as e:  # noqa: BLE001 - reported to the pool, which raises it
         conn.send(dict(kind="failed to start", message=f"{type(e).__name__}: {e}"))
         os._exit(1)
@@ -198,12 +201,23 @@ def main(rank, world_size, port, conn, caller, settings, fn_ref):
             break
         if message is None:
             break
-        shard, spec, tp = message
         try:
-            conn.send(serve_case(dist, fn, rank, shard, spec, groups[tp], settings))
+            conn.send(serve(dist, loaded, groups, message))
         except (BrokenPipeError, OSError):
             break
     # No dist.destroy_process_group(): it waits for ranks that may be gone.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def main(rank, world_size, port, conn, caller, settings, fn_ref):
+    def make_groups(dist):
+        groups = {world_size: dist.new_group(list(range(world_size))), 1: dist.new_group([0])}
+        return _mesh_groups(dist, rank, world_size, settings["mesh"], groups) if settings.get("mesh") else groups
+
+    def serve(dist, fn, groups, message):
+        shard, spec, tp = message
+        return serve_case(dist, fn, rank, shard, spec, groups[tp], settings)
+
+    run_rank(rank, world_size, port, conn, caller, settings, lambda: load_function(fn_ref), make_groups, serve)
