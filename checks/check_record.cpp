@@ -155,11 +155,20 @@ void add_torch_device(std::vector<CheckField>& f) {
   f.push_back(text("device", "cpu", "the device fn's tensors are on (cpu, cuda, ...)"));
 }
 
+// A limit on each call of the user's code where it runs in the checking process (numpy and torch
+// kernels, numpy TP functions): a call past it fails its case, naming the limit, and the check goes on.
+void add_call_limit(std::vector<CheckField>& f) {
+  f.push_back(number("timeout", 300, 0, 86400,
+                     "seconds one call of the implementation may take: past it the call raises CallTimeout and the "
+                     "case fails (0: no limit)"));
+}
+
 std::vector<CheckField> kernel_fields(json dtype_default, bool torch) {
   std::vector<CheckField> f;
   add_ns_knobs(f, "steps", std::move(dtype_default), torch);
   if (torch) add_torch_device(f);
   add_kernel_selection(f);
+  add_call_limit(f);
   add_run_settings(f, 100, 48);
   return f;
 }
@@ -171,6 +180,7 @@ std::vector<CheckField> tp_fields() {
   f.push_back(integer("max_tp", 8, 1, kMaxScopeTp, "tp degrees 1..max_tp drawn (and more ranks than rows: zero-width shards)"));
   add_mesh(f);
   f.push_back(integer("diagnosis_cases", 24, 0, 10000, "layouts sampled for the diagnosis"));
+  add_call_limit(f);
   add_run_settings(f, 100, 48);
   return f;
 }

@@ -46,6 +46,7 @@ from ._results import CheckResult, PropertyResult
 from ._kernel import check_kernel, kernel_properties
 from ._tp import Candidate, TpCheckResult, check_tp, tp_rounding_bound
 from ._assertions import CheckFailed, assert_kernel, assert_tp
+from ._deadline import CallTimeout
 
 __version__ = "0.1.0"
 
@@ -54,5 +55,5 @@ __all__ = [
     "fused_qkv_layout", "head_aligned_sizes", "grain_sizes", "split", "assemble", "strategies", "run_strategy",
     "plan_strategy", "audit", "rel_diff", "cosine", "norm_ratio", "max_abs_diff", "compare_bits",
     "singular_values", "polar_factor", "check_kernel", "kernel_properties", "check_tp", "tp_rounding_bound", "CheckResult",
-    "PropertyResult", "TpCheckResult", "Candidate", "assert_kernel", "assert_tp", "CheckFailed",
+    "PropertyResult", "TpCheckResult", "Candidate", "assert_kernel", "assert_tp", "CheckFailed", "CallTimeout",
 ]

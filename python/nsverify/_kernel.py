@@ -3,6 +3,7 @@
 from . import _args
 from . import _nsverify as _core
 from ._adapters import NumpyKernel
+from ._deadline import LimitedKernel
 from ._records import DEFAULT_SEED, DEFAULTS, FIELDS, NS_KNOBS, settings
 from ._reference import config as _config, restart_text
 from ._results import CheckResult, PropertyResult
@@ -19,7 +20,7 @@ def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], 
                  products=_K["products"], coeffs=_K["coeffs"], restart_at=_K["restart_at"], batched=_K["batched"],
                  required=None, properties=None, max_success=_K["max_success"], max_size=_K["max_size"],
                  max_dim=_K["max_dim"], shape=None, seed=None, replay=None, promise=_K["promise"], counterexamples=None,
-                 shrink_seconds=_K["shrink_seconds"]):
+                 shrink_seconds=_K["shrink_seconds"], timeout=_K["timeout"]):
     """Run nsverify's kernel properties on ``fn(G: np.ndarray, steps: int) -> np.ndarray``.
 
     fn is your Newton-Schulz: it receives a float32 C-ordered matrix (float64 when dtype="fp64";
@@ -74,6 +75,9 @@ def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], 
     shrink_seconds  how long a failing property may spend shrinking its counterexample after the first
               failure (default 5; 0..3600): then the smallest failing case found so far is reported.
               0 reports the first failing case as found (a large input that fails, at once).
+    timeout   seconds one call of fn may take (default 300; 0: no limit): a call past it raises
+              nsverify.CallTimeout inside fn (SIGALRM in the main thread; elsewhere the check stops
+              waiting), and its case fails naming the limit; the check goes on.
     shape     (rows, cols): draw every matrix of this shape (your layer's), instead of any shape up to
               max_dim; at most 2^26 elements (4096 x 14336 fits). K1 does not apply to a square one,
               REF not to a short side below 16. Above 128 x 128 elements a matrix is its structure
@@ -116,7 +120,7 @@ def run_kernel_check(adapter, name, s, cfg, result_type=CheckResult, **extra):
     selected = _select(s["properties"], table)
     wanted = _select(s["required"], table) if s["required"] is not None else promised(s["promise"], table)
     core = {k: v for k, v in s.items() if k in FIELDS["kernel"]} | dict(accumulate=cfg.accumulate)
-    outcomes = _core.check_kernel(adapter, name, "kernel", core, selected or [])
+    outcomes = _core.check_kernel(LimitedKernel(adapter, s["timeout"]), name, "kernel", core, selected or [])
     results = [PropertyResult.from_core(o, required=wanted is None or o["name"] in wanted) for o in outcomes]
     subject = f"check_kernel({name}: {cfg.kernel} {cfg.dtype} accumulate={cfg.accumulate} {cfg.coeffs} steps={cfg.steps})"
     result = result_type(subject, results, **extra)

@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 
 from . import _nsverify as _core
+from ._deadline import limited_function
 from ._kernel import given_settings
 from ._records import DEFAULT_SEED, DEFAULTS, NS_KNOBS, settings
 from ._reference import _layout, config as _config
@@ -76,7 +77,7 @@ def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect
              coeffs=_T["coeffs"], restart_at=_T["restart_at"], max_tp=_T["max_tp"], max_dim=_T["max_dim"], dp=None,
              dp_partition=_T["dp_partition"], max_success=_T["max_success"], max_size=_T["max_size"],
              diagnosis_cases=_T["diagnosis_cases"], seed=None, replay=None, counterexamples=None,
-             shrink_seconds=_T["shrink_seconds"]):
+             shrink_seconds=_T["shrink_seconds"], timeout=_T["timeout"]):
     """Check ``fn(shards: list[np.ndarray], spec) -> list[np.ndarray]``, your tensor-parallel NS.
 
     fn receives the shards of a matrix exactly as AutoTP lays them out (float32, rank order; a rank
@@ -132,6 +133,7 @@ def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect
             target as .npy, in a fresh subfolder, never overwriting a file); None: a new temporary folder.
     shrink_seconds  how long a failing property may shrink its counterexample (default 5; 0..3600; 0:
             the first failing case as found), as nsverify.check_kernel.
+    timeout  seconds one call of fn may take (default 300; 0: no limit), as nsverify.check_kernel.
 
     Returns a TpCheckResult: truthy only if every property of the claim holds and checked a case.
     """
@@ -140,7 +142,7 @@ def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect
     s = settings("tp", **given_settings(locals(), restart_at))
     cfg = _config(**{k: s[k] for k in NS_KNOBS})
     name = getattr(fn, "__qualname__", repr(fn))
-    return tp_result(_core.check_tp(fn, name, "tp", s), name, s, cfg)
+    return tp_result(_core.check_tp(limited_function(fn, s["timeout"]), name, "tp", s), name, s, cfg)
 
 
 def tp_result(out, name, s, cfg, result_type=TpCheckResult, **extra):

@@ -81,7 +81,8 @@ def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], 
                  device=_K["device"], input_dtype=None, products=_K["products"], coeffs=_K["coeffs"],
                  restart_at=_K["restart_at"], batched=_K["batched"], required=None, properties=None,
                  max_success=_K["max_success"], max_size=_K["max_size"], max_dim=_K["max_dim"], shape=None, seed=None,
-                 replay=None, promise=_K["promise"], counterexamples=None, shrink_seconds=_K["shrink_seconds"]):
+                 replay=None, promise=_K["promise"], counterexamples=None, shrink_seconds=_K["shrink_seconds"],
+                 timeout=_K["timeout"]):
     """Run nsverify's kernel properties on ``fn(G: torch.Tensor, steps: int) -> torch.Tensor``.
 
     The same properties, generators, bounds, shrinking and replay as nsverify.check_kernel (see its
