@@ -290,12 +290,11 @@ void non_finite_input(const KernelUnderTest& impl, const KernelDomain& d) {
 // configuration): flagged non-finite; the documented zero of an overflowing norm (DeepSpeed
 // computes X / (||X|| + eps) the same way); the bits of the unscaled input (K2's premise); zero
 // when every rounded entry is; otherwise finite, unless the reference itself leaves its basin on
-// this input outside the first-order regime (fp16/bf16 Gram on an ill-conditioned input: found
-// on a fresh wide-tier seed, 128x4 of condition 1e4 at 9 steps).
+// this input outside the first-order regime (fp16/bf16 Gram on an ill-conditioned input).
 // Promise bitwise: the cases are the reference's own range behaviour (its norm summed in float64,
 // its bits under exact scaling), not the map's: a correct kernel whose norm sums in the compute
 // dtype (numpy's float32 norm, PyTorch's bf16 norm) overflows to the documented zero at 2^121,
-// where the map and the reference give NS(G) (found on a plain numpy kernel, issue 29).
+// where the map and the reference give NS(G).
 void extreme_magnitudes(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix g = draw(any_shape(d));
   const NsConfig cfg = draw_config(d);
@@ -386,8 +385,8 @@ double eps_effect_upper_bound(const EpsEffect& at, const Eigen::VectorXd& xtilde
 }
 
 // K2's prediction takes the bounds' spectrum where its upper bound above is within this share of
-// the rounding bound of the distance (the check then looser by at most 1%), the accurate SVD
-// (dgesdd, 49 ms at 512 x 1024) elsewhere: a large eps against ||G||, or a schedule whose
+// the rounding bound of the distance (the check then looser by at most 1%), the accurate but
+// costlier SVD (dgesdd) elsewhere: a large eps against ||G||, or a schedule whose
 // derivatives are large.
 inline constexpr double kEpsEffectSlackShare = 0.01;
 
@@ -521,7 +520,7 @@ void gram_matches_standard_fp64(const KernelUnderTest& impl, const KernelDomain&
 
 // K6 [bounded] in the narrow dtypes, any schedule and step count: within the two loops' own
 // rounding bounds. Premise of the first-order bounds: the Gram loop in fp16/bf16 leaves it on
-// ill-conditioned and rank-deficient inputs (found on fresh wide-tier seeds), where the outputs
+// ill-conditioned and rank-deficient inputs, where the outputs
 // stay finite but their distance is no longer first order in u.
 void gram_matches_standard_narrow(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix g = draw(any_shape(d));
@@ -562,7 +561,7 @@ void products_agree(const KernelUnderTest& impl, const KernelDomain& d) {
 // NS(g) = phi(x) g / ||g|| exactly (n x 1 follows by K1's exact transpose). The premise matters
 // since the `cans` schedule: its first step maps x = 1 to 1.9915, 0.0023 below its second step's
 // repelling fixed point 1.9938, so one bf16 rounding of x above 1 (x = 1 + 2^-8) grows to 1e57 in
-// five steps (found by this property: a 1 x 2 bf16 input gave an infinite output).
+// five steps.
 void row_vector(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix g = draw(row_vector_shape(d));
   const NsConfig cfg = draw_config(d);

@@ -41,8 +41,7 @@ inline MatD ns(const MatD& g, const NsConfig& cfg) { return newton_schulz(cpu(),
 // float64 oracle beside a narrower run). An exception inside a run is rethrown on the caller's thread.
 // Only runs of at least kSideBySideMinElements go side by side: below, an OpenMP team's start and
 // join outweigh the run, and on a loaded machine they can cost a scheduler time slice each, which
-// the thousands of small runs of a shrinking counterexample would pay (measured: a 5 s shrink
-// budget ran out on 17 x 16 inputs while another test held both cores). The bits are the same
+// the thousands of small runs of a shrinking counterexample would pay. The bits are the same
 // either way.
 inline constexpr Eigen::Index kSideBySideMinElements = Eigen::Index{1} << 16;  // 256 x 256
 inline Batch ns_batch(const Batch& inputs, const NsConfig& cfg) {
@@ -101,8 +100,8 @@ inline double scalar_map(const NsConfig& cfg, double x) {
 // Singular values for the bounds' spectral functions (L(G), F(G), ||NS(G)||: tolerances.hpp) and
 // for divergence (the largest of an output), decreasing. Up to kGramSpectrumMinElements elements
 // float64 dgesdd (values only). Above it the square roots of the eigenvalues of the short side's
-// Gram matrix A A^T (nsv/lapack_spectra.hpp: dsyrk and dsyevd, values only; 17 ms at 512 x 1024
-// where dgesdd takes 49 ms, and it runs several times per case). Error: fl(A A^T) =
+// Gram matrix A A^T (nsv/lapack_spectra.hpp: dsyrk and dsyevd, values only; cheaper than dgesdd,
+// and it runs several times per case). Error: fl(A A^T) =
 // A A^T + E with ||E||_2 <= gamma_n ||A||_F^2 and the eigensolver is backward stable (c p u
 // ||A A^T||_2), so every sigma_i^2 is within (n + c p) u ||A||_F^2 <= (n + c p) p u sigma_max^2:
 // the largest singular values, those near 1 that decide divergence and ||NS(G)||, to ~n p u
@@ -177,8 +176,8 @@ inline Eigen::VectorXd normalized_spectrum(const MatD& g, const NsConfig& cfg) {
 // Up to kJacobiMaxElements elements: one-sided Jacobi in long double (x87, u = 2^-64). Float64
 // SVDs are too coarse for the float64 rows there: Eigen's BDCSVD and JacobiSVD<double> both put a
 // singular value of an orthogonal 12 x 12 NS output at 1 + 5.1e-15 (46 u64) where the long double
-// Jacobi gives 1 + 2.2e-16. It costs 9 ms at 48 x 48 but 12 s at 512 x 1024 (O(n^3) with x87
-// arithmetic), so larger matrices take LAPACK's dgesdd (values only, 49 ms at 512 x 1024), whose
+// Jacobi gives 1 + 2.2e-16. It is O(n^3) in x87 arithmetic, too slow above 256 x 256, so larger
+// matrices take LAPACK's dgesdd (values only), whose
 // error the band then counts as gesdd_error_factor u64 (svd_error below).
 inline constexpr double kLongDoubleUnitRoundoff = 0x1p-64;
 inline constexpr Eigen::Index kJacobiMaxElements = Eigen::Index{1} << 16;  // 256 x 256
@@ -196,8 +195,7 @@ inline Eigen::VectorXd accurate_singular_values(const MatD& m) {
 // the 46 u64 measured at n = 12 on an orthogonal NS output (n^2 = 144) and stays below 1e-7 up to
 // n = 2^14; the floor covers small matrices, where the error does not shrink with n: on 40000
 // gaussian and graded float32 matrices per row count, 1 x 2..3 reached 3.0 u, 2 x 2..4 6.1 u, 3 x
-// 3..5 9.0 u, and 4..12 rows at most 8.2 u (n^2 alone was exceeded at 2 x 2 and 3 x 3; a wide-tier
-// seed found the 2 x 2 one).
+// 3..5 9.0 u, and 4..12 rows at most 8.2 u (n^2 alone was exceeded at 2 x 2 and 3 x 3).
 inline double gesdd_error_factor(Eigen::Index rows, Eigen::Index cols) {
   const auto n = static_cast<double>(std::max(rows, cols));
   return std::max(n * n, 16.0);
@@ -345,7 +343,7 @@ inline Band convergence_band(const Eigen::VectorXd& x, const NsConfig& cfg, Eige
 // unresolved direction is amplified like any small singular value, up to prod a_k (486 for keller
 // x 5): where the band of the configuration crosses the repelling fixed point (outside the
 // first-order regime), a correct kernel may carry such a direction past it while the reference's
-// rounding did not, or the other way round. Measured (issue 29, bf16 keller x 5 on 40 rank-1
+// rounding did not, or the other way round. Measured (bf16 keller x 5 on 40 rank-1
 // inputs): the reference diverged on 13, DeepSpeed's Gram kernel on 3, the reference on two
 // row/column permutations of the same input (equivalent evaluations) on 25.
 inline bool runs_the_gram_loop(const MatD& g, const NsConfig& cfg) {
@@ -365,8 +363,8 @@ inline bool gram_loop_leaves_a_direction_to_rounding(const Eigen::VectorXd& x, c
 // regime and the rounding bounds then say nothing about the output. The growth: the largest, over
 // the runs of steps between restarts, of u_eff prod a_k^2. Measured (fp32, 400 rank-deficient and
 // ill-conditioned inputs, sides 12..190, keller x 5..12, restarts none, 2, 3 and 2,5): no output
-// diverged with a growth below 10 (240 cases), 109 of 160 did above it, the smallest at 13.6; the
-// wide tier's case, 32 x 109 at keller x 9 restarting at 2 (a run of 7 steps, growth 23), reached
+// diverged with a growth below 10 (240 cases), 109 of 160 did above it, the smallest at 13.6; a
+// 32 x 109 input at keller x 9 restarting at 2 (a run of 7 steps, growth 23) reached
 // sigma_max 1.33 against a band of 1.207 (14.7 at 10 steps). The limit is 1, where the tracked
 // noise reaches the scale of a converged eigenvalue. DeepSpeed's keller x 5 restarting at 2 stays
 // below it in fp32 (runs of 3 steps: 1.1e-3 at n = 109, 6.4e-3 at n = 4096); in bf16 (u_eff 2^-8)
@@ -452,7 +450,7 @@ inline bool diverged(const MatD& out, const NsConfig& cfg) {
   if (!all_finite(out)) return true;
   if (cfg.steps == 0 || out.size() == 0) return false;
   // The output's spectrum where it is remembered already (K5 compares it with its band); else
-  // first the Cholesky test (nsv/lapack_spectra.hpp: no eigensolver, 7 of 17 ms at 512 x 1024),
+  // first the Cholesky test (nsv/lapack_spectra.hpp: no eigensolver, cheaper than the spectrum),
   // which settles every output whose sigma_max is clearly below the fixed point, and the rest from
   // the spectrum. All are accurate to ~1e-13 (dgesdd) or ~n p u (the Gram route) here, far inside
   // any margin that matters.
@@ -507,8 +505,8 @@ inline bool first_order_regime_by_the_bounds_spectrum(const MatD& g, const NsCon
 // (bounds_spectrum_error) is at most the rounding the band's first step adds anyway (kappa_0
 // u_eff h): it then widens the band by no more than rounding does (fp32 at 1024 x 4096: 2.4e-5
 // against 8.0e-5; at 4096 x 14336, 9.1e-5 against 1.5e-4). Else (fp64, whose rounding is far
-// below the Gram route's error) from accurate_singular_values, as before: two SVDs of the
-// matrix's size, each about the callable's own time at 1024 x 4096 in fp32.
+// below the Gram route's error) from accurate_singular_values, at the cost of two SVDs of the
+// matrix's size.
 struct BandSpectra {
   Eigen::VectorXd x, sigma;
   std::optional<double> error;

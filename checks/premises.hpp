@@ -23,12 +23,11 @@
 //   - the same direction, inside the regime, where the configuration lets the loop run long enough
 //     between restarts for it to drift past first order (oracle.hpp: gram_noise_growth, judged
 //     from the configuration and the input): the band, which tracks R alone, no longer bounds the
-//     output (found by the wide tier: fp32 keller x 9 restarting at 2 reached 1.33 against a band
-//     of 1.207): outside the premise;
+//     output: outside the premise;
 //   - otherwise the case is inside: an output under test that diverged where the reference did
 //     not fails, with both figures in the message. (A 10x-scaled bf16 output has singular values
-//     near 10, past every repelling fixed point; judged from that output, as before, the case
-//     would have been skipped and the wrong kernel passed.)
+//     near 10, past every repelling fixed point; judged from that output instead, the case
+//     would be skipped and the wrong kernel pass.)
 // The reference runs only where its run can decide something: when the input lies in the regime
 // (judged from the spectrum the bounds use, with that spectrum's error as slack:
 // first_order_regime_by_the_bounds_spectrum), the reference cannot diverge (its claim, which the

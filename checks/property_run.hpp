@@ -27,7 +27,7 @@ struct RunSettings {
   // Shrinking stops trying smaller cases this long after the first failure: the counterexample is
   // then the smallest failing case found so far (still a real, replayable failure). Each shrink
   // step reruns the implementation and the bound's own computations; a matrix of a few hundred
-  // elements has as many shrink candidates, which without a budget took minutes. The shape and
+  // elements has as many shrink candidates, which without a budget can take minutes. The shape and
   // spectrum are drawn (and shrunk) first, so a few seconds bring the case to its smallest shape.
   // 0: no shrinking, the first failing case is reported as found (a large input fails at once).
   double shrink_seconds = 5;

@@ -8,7 +8,7 @@
 // on its absolute error: |fl(x op y) - (x op y)| <= u |x op y| plus the propagated errors.
 // Unlike the general B(G) of tolerances.hpp, this bound sees the intermediates' true sizes:
 // with the `you` schedule phi(1) = 0.117 is a difference of terms of size 4..7, so a relative
-// error of u in each term is 50 u relative to the result (found by K8 on a 1x1 fp16 input).
+// error of u in each term is 50 u relative to the result.
 #include <cmath>
 #include <cstdint>
 

@@ -24,8 +24,7 @@ inline bool zero_or_normal_in(DType d, double v) {
 // dtypes the kernel rounds its input to (the compute dtype and the normalization dtype). A
 // subnormal entry keeps fewer bits than the rounding bounds B(G) assume, and other bits at another
 // scale: fp16's smallest normal is 2^-14, so a gradient of entries near 1e-7 is subnormal there,
-// and 1/16 of it underflows to zero (a fresh wide-tier seed: 1x24 rank 1, standard fp16, 0.18
-// against a bound of 0.0078).
+// and 1/16 of it underflows to zero.
 inline bool entries_normal_for(const MatD& m, const NsConfig& cfg) {
   const DType nd = normalization_dtype(cfg);
   for (Eigen::Index i = 0; i < m.size(); ++i)

@@ -37,9 +37,8 @@ namespace nsv::props {
 // Applied by explicit loops whose order of operations is fixed by the shape: Q a by blocks of
 // kColumnBlock columns (all reflections on a block while it is in cache), a Q^T row by row (each
 // row a vector Q acts on). Blocks and rows are independent, so they run on OpenMP threads with the
-// same bits on any thread count (the seeded matrices' bits are their seed's alone). At 1024 x 4096
-// this takes 30 ms where Eigen's products over the whole matrix, with the transposes a Q^T took,
-// took 140 ms on one thread.
+// same bits on any thread count (the seeded matrices' bits are their seed's alone), and are cheaper
+// than Eigen's products over the whole matrix with the transposes a Q^T needs.
 struct StructuredOrthogonal {
   std::vector<Eigen::Index> permutation;  // (P a)(i, :) = a(permutation[i], :)
   std::vector<double> signs;              // S: +1 or -1 per row
@@ -89,7 +88,7 @@ struct StructuredOrthogonal {
  private:
   static constexpr Eigen::Index kColumnBlock = 64;  // n x 64 doubles: 512 KiB at n = 1024, in L2
   // below (512 x 512), a team's start and join, and its wait for cores other processes hold, cost
-  // more than they save (row_panels.hpp measured the same for products)
+  // more than they save (as for products: row_panels.hpp)
   static constexpr Eigen::Index kParallelMinElements = Eigen::Index{1} << 18;
 
   // v and fl(beta~ v), beta~ = fl(2 / fl(v^T v)), in T; zero vectors dropped (H = I).

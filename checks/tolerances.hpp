@@ -53,8 +53,7 @@ inline double rounded_stages_per_step(Kernel k) { return k == Kernel::standard ?
 // others too often. Measured (S5, both all-reduce strategies, both kernels, fp32, keller x 5, tp
 // 2..8, grain and head-aligned splits): short sides 8..11, 10 of 14860 evaluations exceed
 // 2 S + N1 (worst 2.18 S, a 9 x 10 matrix at tp 2); 12..15, 1 of 5140 (2.02 S); 16..24, none of
-// 11834, the worst at 1.71 S; 24 and more, none, the worst 1.47 S. The earlier claim (sides >= 8)
-// had been measured on another library version; fresh wide-tier seeds found 9 x 10 failing it.
+// 11834, the worst at 1.71 S; 24 and more, none, the worst 1.47 S.
 inline constexpr Eigen::Index kTwoDrawMinSide = 16;
 
 // L(G) above, for `cfg` on g (x: normalized_spectrum(g, cfg)).
@@ -78,9 +77,8 @@ inline double squared_map_output_norm(const Eigen::VectorXd& x, const NsConfig& 
 // x its singular values); the properties measure the change relative to ||NS(X)||_F =
 // ||phi(x)||_2. Where the map shrinks the input's norm, the relative change is larger by
 // ||x|| / ||phi(x)||: cubic5's first step maps 1 to 3.3656576 - 3.3420992 = 0.0236, so for a
-// rank-1 input at steps = 1 the factor is 42 (a fresh seed: K2, 24 x 1 in fp16, 0.316 against a
-// bound of 0.104 without it); keller's first step maps 1 to 0.701 (1.43). At least 1: where the
-// map grows the norm, B stays as it was.
+// rank-1 input at steps = 1 the factor is 42; keller's first step maps 1 to 0.701 (1.43). At
+// least 1: where the map grows the norm, B stays as it was.
 inline double output_norm_factor(const Eigen::VectorXd& x, const NsConfig& cfg) {
   double in = 0;
   for (Eigen::Index i = 0; i < x.size(); ++i) in += x(i) * x(i);
@@ -91,8 +89,8 @@ inline double output_norm_factor(const Eigen::VectorXd& x, const NsConfig& cfg) 
 // ||a - b||_F / ||NS(G)||_F, NS the exact map of `cfg`: the measure that B(G) + B(G') bounds when
 // a and b are two computations of the same map (each within B ||NS(G)||_F of it). Dividing by
 // ||b|| instead measures against a computed output, whose norm rounding can take to zero: cubic5
-// maps a rank-1 input's 1 to 0.0236 in one step, bf16 cancellation made NS_standard(G) exactly 0
-// on a 2 x 2 input and rel_diff(NS_gram, NS_standard) infinite (a fresh wide-tier seed, K6).
+// maps a rank-1 input's 1 to 0.0236 in one step, and bf16 cancellation can make NS_standard(G)
+// exactly 0 and rel_diff(NS_gram, NS_standard) infinite.
 inline double distance_relative_to_the_map(const MatD& a, const MatD& b, const MatD& g, const NsConfig& cfg) {
   const double d = distance(a, b), r = std::sqrt(squared_map_output_norm(normalized_spectrum(g, cfg), cfg));
   if (r == 0.0) return d == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
@@ -117,9 +115,8 @@ inline double rounding_bound(const MatD& g, const NsConfig& cfg) {
 // much relative, which moves the normalized X by at most as much (the normalization projects the
 // perturbation's component along X away) and NS(X) by L(G) times it in absolute terms, F(G) L(G)
 // relative to ||NS(G)||; U NS(G) V^T adds transform_error relative to the output. In all
-// (L(G) F(G) + 1) transform_error. Below B in narrow dtypes; in fp64 it is of B's own order
-// (measured with dense Haar U, V: the wide tier's 15 x 8 rank-1 fp64 case exceeded B(G) +
-// B(UGV^T) by 6 % without it), so the property adds it.
+// (L(G) F(G) + 1) transform_error. Below B in narrow dtypes; in fp64 it is of B's own order, so
+// the property adds it.
 inline double orthogonal_transform_rounding(const MatD& g, const NsConfig& cfg, double transform_error) {
   const Eigen::VectorXd x = normalized_spectrum(g, cfg);
   return (lipschitz_of(x, g, cfg) * output_norm_factor(x, cfg) + 1.0) * transform_error;

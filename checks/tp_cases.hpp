@@ -25,7 +25,7 @@ struct TpCase {
   std::int64_t heads = 0, kv_heads = 0, head_dim = 0;  // head_dim > 0: whole heads of head_dim rows along dim 0
   std::int64_t grain = 1;
   std::uint64_t seed = 0;
-  // A TP x DP mesh (issue 30): every TP shard partitioned again over dp ranks (mesh.hpp), and the
+  // A TP x DP mesh: every TP shard partitioned again over dp ranks (mesh.hpp), and the
   // implementation handed one piece per mesh rank. Absent: the TP shards themselves.
   std::optional<int> dp;
   DpPartition dp_partition = DpPartition::zero;
@@ -57,7 +57,7 @@ struct TpScope {
   // (kv_heads KV groups, 0: as many as heads), split as AutoTP splits such a layer.
   std::optional<std::pair<std::int64_t, std::int64_t>> shape;
   std::int64_t heads = 0, kv_heads = 0;
-  std::int64_t min_side = 1;   // 8 where a rounding bound is claimed, as S5 claims it
+  std::int64_t min_side = 1;   // kTwoDrawMinSide where a rounding bound is claimed, as S5 claims it
   std::int64_t max_side = 48;
   bool heads_on_rows = false;  // only whole heads along dim 0 (the per-head target)
   // Every case on a TP x DP mesh of this many DP ranks, each TP shard partitioned as dp_partition

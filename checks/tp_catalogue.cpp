@@ -36,9 +36,7 @@ bool applies(const SemanticsRecord& rec, const TpCase& t) {
 // row/column permutations of it (permuted back), and on those permutations both loops on the
 // case's layout. The loops' draws on the permuted inputs matter: the Gram loop on a short-axis
 // split carries a rank-deficient Gram whose error varies with the summation order by up to 4x
-// (found by the wide tier twice: a 20 x 19 matrix at tp 2 whose restart loop measured 2.54 S when
-// S had only the loops' unpermuted draw, and a 16 x 17 one at tp 2 at 2.06 S with two
-// permutations and no draw on the layout).
+// (sharding/allreduce_bound.hpp): with fewer draws a correct result can exceed 2 S + N1.
 double whole_own_error(const TpCase& t, const MatD& g, const NsConfig& cfg) {
   const NsConfig cfg64 = props::oracle_config(cfg);
   const MatD whole64 = props::ns(g, cfg64);

@@ -4,8 +4,8 @@
 // Up to kElementShrinkingMaxElements elements a test matrix is drawn one RapidCheck value per
 // random number (matrices.hpp), so that shrinking can zero entries one by one: on a 12 x 8
 // counterexample that shows which entries matter. Above it that costs more than it gives:
-// drawing 512 x 1024 values took ~280 ms per case, and shrinking zeroes about one element per
-// four calls of the kernel under test (24 of 4.2 M elements in 100 calls at 1024 x 4096). So a
+// drawing one RapidCheck value per element is slow, and shrinking zeroes about one element per
+// four calls of the kernel under test. So a
 // larger matrix is its structure (shape, spectrum kind and parameters, scale exponent, all drawn
 // and shrunk by RapidCheck as before) plus a 64-bit seed, drawn without shrinking (no seed is
 // simpler than another): shrinking then acts on the structure alone (a gaussian spectrum

@@ -56,9 +56,8 @@ inline constexpr double kUnitFp32 = 0x1p-24;
 // 9.3e-6, min .. median .. max over 300 permutations), and the max of a few one-rank draws can
 // fall below the median. Measured on 60000 wide-tier cases of the TP catalogue's restart loop
 // (41368 at tp >= 2, sides 16..24): with (a), (b) on two permutations the bound failed 4 times
-// (worst 1.22, one of them the wide tier's fresh-seed failure 16 x 17 at tp 2, 1.03); with
-// (c) added and three permutations the worst case measured 0.94 of the bound, 99.99% of
-// cases <= 0.88. The claim is made for short
+// (worst 1.22); with (c) added and three permutations the worst case measured 0.94 of the bound,
+// 99.99% of cases <= 0.88. The claim is made for short
 // sides >= kTwoDrawMinSide (16, tolerances.hpp, with its measurement): below that a matrix's
 // rounding error is a few hundred roundings whose size varies by more than 2x between
 // equivalent evaluations often enough to matter (146 of 40000 cases with sides 1..16 exceed

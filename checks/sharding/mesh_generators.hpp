@@ -1,5 +1,5 @@
 #pragma once
-// RapidCheck generators for TP x DP meshes (nsv/mesh.hpp, issue 30): a one-axis case of
+// RapidCheck generators for TP x DP meshes (nsv/mesh.hpp): a one-axis case of
 // layout_generators.hpp (any shape, axis and split rule, or a GQA projection with heads on dim 0)
 // whose every TP shard is partitioned again over dp ranks, ZeRO's flat way or FSDP2's row way.
 // dp runs past the shard's length sometimes, so zero-size pieces occur. Every choice is an rc::gen

@@ -79,7 +79,7 @@ json audit_one(const fs::path& config, int tp, const fs::path& audit_dir,
   return entry;
 }
 
-// The TP x DP audits (issue 30): every config at tp 8 (one NVLink node) with 8 and 64 data-parallel
+// The TP x DP audits: every config at tp 8 (one NVLink node) with 8 and 64 data-parallel
 // ranks, ZeRO's flat partition (DeepSpeed's); the report cites the step totals and the owner load
 // balance, the markdown file holds every matrix's strategies.
 constexpr int kMeshTp = 8;

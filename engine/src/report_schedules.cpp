@@ -18,7 +18,7 @@ namespace {
 using nlohmann::json;
 
 // Megatron's distributed-NS tests check one step only, saying the reduction-order error grows to
-// ~1e-2 by step 5 for quintic (SPEC §4 S5, lines 195-196; issue 18): the figure compared with.
+// ~1e-2 by step 5 for quintic (SPEC §4 S5, lines 195-196): the figure compared with.
 constexpr double kMegatronClaim = 1e-2;
 constexpr int kMegatronClaimSteps = 5;
 

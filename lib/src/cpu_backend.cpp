@@ -126,8 +126,7 @@ class CpuOps {
 
  private:
   // The storage of a recycled matrix of the same size when there is one: a fresh allocation of a
-  // large matrix costs a page fault per 4 KiB on first touch (measured: ~10% of an NS call at
-  // 1024 x 4096 went to the kernel's page-fault path). Only storage is reused, never values, so
+  // large matrix costs a page fault per 4 KiB on first touch. Only storage is reused, never values, so
   // no result depends on which buffer it lands in (contract D; K10 varies addresses).
   Matrix fresh(Eigen::Index rows, Eigen::Index cols) const {
     for (auto it = spare_.begin(); it != spare_.end(); ++it)

@@ -11,9 +11,9 @@ namespace nsv {
 namespace {
 
 // Singular values in decreasing order, as the square roots of the eigenvalues of the Gram matrix
-// of the short side (symmetric QR: backward stable, and 20x faster than a Jacobi SVD at 512 x 256).
-// Not Eigen's BDCSVD, which returned values 13% off on matrices with exactly repeated singular
-// values (found by rank_measures_count_k_equal_singular_values_as_k; nsv/lapack_spectra.hpp). The
+// of the short side (symmetric QR: backward stable, and much cheaper than a Jacobi SVD).
+// Not Eigen's BDCSVD, wrong on matrices with exactly repeated singular values
+// (nsv/lapack_spectra.hpp; rank_measures_count_k_equal_singular_values_as_k draws them). The
 // price: a singular value below sqrt(n u) s_1 is computed with an absolute error of about that
 // size, which moves the effective rank by ~1e-4 at most (derivation in that property).
 Eigen::VectorXd singular_values_via_gram(const MatD& m) {

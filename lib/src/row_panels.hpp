@@ -6,7 +6,7 @@
 // result has the same bits on one thread as on sixteen (contract D). They are not the bits of one
 // call over the whole product: OpenBLAS's fp32 kernels group a product's summands by its shape,
 // so a panel's elements can differ from the whole call's by an ulp. Small products (up to 256 rows;
-// the triangles of CpuOps::upper_product up to 128, as before this file) are one panel, so the
+// the triangles of CpuOps::upper_product up to 128) are one panel, so the
 // golden cases and the gate's matrices keep the bits of one call.
 //
 // Inside another parallel region (a batch of matrices, runs side by side) the team is that
@@ -32,10 +32,8 @@ inline Eigen::Index triangle_panel_rows(Eigen::Index n) { return n <= 128 ? n : 
 
 // Products below this many multiply-adds run their panels on the calling thread, without an
 // OpenMP call: a team's start and join (and, where other processes hold the cores, its threads'
-// wait for a time slice) must stay small beside the work. The CLI's studies run thousands of NS
-// calls on small matrices; with a team per product, ctest -j2's two processes of two threads each
-// on 2 cores made the gate 1.5x slower (diagnose_runs 4 s alone, 28 s beside another test).
-// 2^27 multiply-adds are about 1 ms of one core's GEMM.
+// wait for a time slice) must stay small beside the work: the CLI's studies run thousands of NS
+// calls on small matrices. 2^27 multiply-adds are about 1 ms of one core's GEMM.
 inline constexpr double kParallelMinMultiplyAdds = 0x1p27;
 
 // The scratch slots a panel may ask for: panel(..., slot) gets slot < panel_slots().

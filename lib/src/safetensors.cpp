@@ -74,8 +74,7 @@ void check_name(const std::string& source, const std::string& name) {
 // format uses (header object > entry object > shape/offsets array), which also bounds the memory
 // a hostile header can make the parser build. A SAX handler around nlohmann's own DOM builder:
 // linear in the header's size (nlohmann's callback parser rescans the enclosing object for a
-// discarded value at the end of every entry, quadratic in the tensor count: minutes on a 100 MB
-// header).
+// discarded value at the end of every entry, quadratic in the tensor count).
 class HeaderBuilder {
  public:
   using number_integer_t = json::number_integer_t;

@@ -58,7 +58,7 @@ def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], 
     bf16/fp16 with fp32 accumulation it is 2 (u_dtype/u_fp32) S_fp32 (row golden_bf16: to first order
     the error is linear in the unit roundoff of the stored results); with accumulate="compute" 2 S in
     the configured dtype; in fp64 (no own error to scale by) 2 B(G) between yours and the reference.
-    Claimed for sides >= 8 (below, a handful of roundings varies by more than 2x between draws).
+    Claimed for sides >= 16 (below, a handful of roundings varies by more than 2x between draws).
 
     promise   what fn promises, which chooses the properties that decide the result (every property
               is run and reported; each row of the table shows its promise):
@@ -81,9 +81,8 @@ def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], 
     shape     (rows, cols): draw every matrix of this shape (your layer's), instead of any shape up to
               max_dim; at most 2^26 elements (4096 x 14336 fits). K1 does not apply to a square one,
               REF not to a short side below 16. Above 128 x 128 elements a matrix is its structure
-              plus a seed, and shrinks by structure. At 4096 x 14336, max_success=1 runs every
-              property in about 11 minutes on 2 cores with a numpy fp32 NS, 61% of it in fn
-              (reports/performance.md, target (g)).
+              plus a seed, and shrinks by structure. How long max_success=1 takes at 4096 x 14336,
+              and fn's share of it: see reports/performance.md, target (g).
     replay    a replay string from a failure: runs exactly that shrunk case again (with the same fn
               and arguments).
     counterexamples  a folder for the failures' arrays (created if missing): each failing property's

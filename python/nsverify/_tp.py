@@ -113,7 +113,7 @@ def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect
               the S5 bound 2 S + N1 of the target, S the computation's own error (max over equivalent
               evaluations: the whole matrix, three permutations of it, both all-reduce loops with the
               whole matrix on one rank, and both loops on this layout on the permuted inputs), N1 the reduction noise one step of the all-reduce loops adds on
-              this layout (sides >= 8).
+              this layout (sides >= 16).
             "none": no claim; only the diagnosis (the verdict is then "NOTHING CHECKED", falsy).
     target  "whole" (NS of the unsharded matrix, its blocks) or "per_head" (NS of each head).
     aspect_scale  True when fn is a Muon update: the target is then multiplied by Muon's
@@ -134,6 +134,8 @@ def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect
     shrink_seconds  how long a failing property may shrink its counterexample (default 5; 0..3600; 0:
             the first failing case as found), as nsverify.check_kernel.
     timeout  seconds one call of fn may take (default 300; 0: no limit), as nsverify.check_kernel.
+    max_success, max_size, seed, replay  RapidCheck's cases per property, its size parameter, its seed
+            (fixed by default) and a failure's replay string, as nsverify.check_kernel.
 
     Returns a TpCheckResult: truthy only if every property of the claim holds and checked a case.
     """

@@ -5,9 +5,8 @@
 // taken from a spectrum (lapack_spectra.cpp) is the same on every machine only if its LAPACK call is:
 // OpenBLAS's bits change with its thread count. That count is process-wide, and a user's numpy or
 // torch kernel checked in the same process runs on the same OpenBLAS. Pinning it to one thread for
-// good (as the CPU backend did until this file) made numpy's NS at 512 x 1024 take 49.4 ms a call
-// inside a check where it takes 36.5 ms on its own on this 2-core machine, and slowed the user's
-// program after the check too. So each of the library's calls holds one thread for its duration,
+// good would slow the user's kernel inside the check and the user's program after it. So each of
+// the library's calls holds one thread for its duration,
 // and the process's count is left as it is everywhere else.
 namespace nsv {
 

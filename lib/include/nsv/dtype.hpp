@@ -33,8 +33,8 @@ double largest_finite(DType);
 int bytes_per_element(DType);
 
 // Why not Eigen::bfloat16 / Eigen::half: built for baseline x86-64 (no F16C), Eigen converts
-// one element at a time through data-dependent branches, which made rounding loops cost
-// 1.4-2.3x the fp32 run. These have no branches in the source (integer arithmetic and
+// one element at a time through data-dependent branches, which keep rounding loops from
+// vectorizing. These have no branches in the source (integer arithmetic and
 // selects), so gcc -O3 vectorizes a loop over them with plain SSE2, and they give Eigen's bits
 // for every float (a NaN gives a quiet NaN), checked over all 2^32 of them by
 // fast_rounding_equals_eigen_for_every_float in properties/foundation.cpp. Magnitudes stay

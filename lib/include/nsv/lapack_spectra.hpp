@@ -1,12 +1,9 @@
 #pragma once
 // Singular values and the polar factor by LAPACK (OpenBLAS's blocked routines): every float64 SVD
 // of the suite. Not Eigen's BDCSVD: Eigen 3.4.0's (Debian 12's) deflation is wrong on some inputs
-// (fixed upstream after 3.4.0: Eigen MR 1507, issue 2491). On a 145 x 144 matrix designed with
-// singular values 10^(-3 i / 143) it returned values up to 4.6% off, with or without U and V,
-// where dgesdd, dgesvd and Jacobi agree to 4e-7 (the matrix's own float32 rounding): the wide
-// tier's seeded-matrix property found it; and 13% off on exactly repeated values
-// (rank_measures.cpp). It is also slower: at 512 x 1024, one thread, BDCSVD values only 94 ms,
-// dgesdd 49 ms, dsyrk + dsyevd 17 ms; at 2048 x 4096: dgesdd 2.6 s, dsyrk + dsyevd 0.7 s.
+// (fixed upstream after 3.4.0: Eigen MR 1507, issue 2491): values off by percents on graded and
+// on exactly repeated spectra (rank_measures.cpp), where dgesdd, dgesvd and Jacobi agree. It is
+// also slower than dgesdd, itself slower than dsyrk + dsyevd (values only).
 #include <Eigen/Core>
 
 #include "nsv/matrix.hpp"

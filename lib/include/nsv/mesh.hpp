@@ -1,5 +1,5 @@
 #pragma once
-// A two-dimensional device mesh (issue 30): tensor parallelism cuts a matrix into shards
+// A two-dimensional device mesh: tensor parallelism cuts a matrix into shards
 // (layout.hpp), and the data-parallel group partitions every TP shard again, as the optimizers
 // that shard Muon's state cut it:
 //   zero  DeepSpeed ZeRO's flat partition (stage 3's per-parameter partition,

@@ -1,5 +1,5 @@
 #pragma once
-// The audit at TP x DP (`nsv audit --tp 8 --dp 64`, issue 30): for every Muon matrix of a layer,
+// The audit at TP x DP (`nsv audit --tp 8 --dp 64`): for every Muon matrix of a layer,
 // what each mesh strategy (mesh_strategies.hpp) promises and costs per rank, the cheapest exact
 // one; over an optimizer step, what the strategies cost, and how evenly an owner-over-DP scheme
 // (dp_owner: whole matrices dealt to DP indices) loads the DP indices, which is what decides its

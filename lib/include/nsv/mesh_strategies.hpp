@@ -1,5 +1,5 @@
 #pragma once
-// Orthogonalizing a matrix held on a TP x DP mesh (mesh.hpp), issue 30. A mesh strategy is a DP
+// Orthogonalizing a matrix held on a TP x DP mesh (mesh.hpp). A mesh strategy is a DP
 // stage followed by a TP strategy (strategy.hpp), one record per stage:
 //   mesh       the mesh as one group of tp * dp ranks, each holding its 2-D block: mesh+shard is
 //              NS of each block (what combining FSDP/ZeRO with TP naively does; any blocks that are

@@ -1,5 +1,5 @@
 #pragma once
-// The Gram Newton-Schulz stability study (issue 18): where DeepSpeed's Gram kernel is safe in half
+// The Gram Newton-Schulz stability study: where DeepSpeed's Gram kernel is safe in half
 // precision, over dtype x steps x restart list x spectrum x shape, and which restart list makes it
 // safe at what cost.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// The training study of `nsv report` (issue 18, item 4): the Muon step at tp = 1 and tp = N on
+// The training study of `nsv report`: the Muon step at tp = 1 and tp = N on
 // gradients a model produced while it trained (fixtures/training, tools/make_grads.py --train),
 // per checkpoint and parameter, beside the spectra of those gradients.
 #include <nlohmann/json.hpp>

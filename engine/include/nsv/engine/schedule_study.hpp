@@ -1,5 +1,5 @@
 #pragma once
-// The study of coefficient schedules under sharding (issue 18): for every built-in schedule and
+// The study of coefficient schedules under sharding: for every built-in schedule and
 // NS step counts 1..max_steps,
 //   - `shard`'s divergence from whole-matrix NS (a sweep: SweepSpec, its rows in the sweep CSV),
 //   - the reduction-order amplification study per schedule (amplification.hpp: the all-reduce
