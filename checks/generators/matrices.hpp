@@ -35,22 +35,40 @@ namespace nsv::props {
 // Moderate scales keep every value inside fp16's normal range before normalization (|z| <= 4.9
 // times 2^4), so that every dtype and kernel represents the input; extreme magnitudes are the
 // business of K8, which asks for them explicitly.
+// The spectra's rules, in one place (the Hypothesis strategies read them through the Python module):
+// a scale of 2^0 kUnscaledWeight times in kUnscaledWeight + 1, else 2^e with |e| <= kMaxScaleExponent;
+// each kind's weight; rank 1..kMaxRank, alpha in tenths from kAlphaTenths, condition 10^1..10^kMaxLog10Condition;
+// an integer matrix's entries in [-kMaxIntegerEntry, kMaxIntegerEntry].
+inline constexpr std::size_t kUnscaledWeight = 3;
+inline constexpr int kMaxScaleExponent = 4, kMaxRank = 4, kMaxLog10Condition = 7;
+inline constexpr std::pair<int, int> kAlphaTenths{2, 30};
+inline constexpr std::int64_t kMaxIntegerEntry = 8;
+inline constexpr std::pair<Spectrum::Kind, std::size_t> kSpectrumWeights[] = {
+    {Spectrum::Kind::gaussian, 4}, {Spectrum::Kind::lowrank, 2}, {Spectrum::Kind::powerlaw, 2},
+    {Spectrum::Kind::ill_conditioned, 2}, {Spectrum::Kind::integer_valued, 1}};
+
 inline rc::Gen<int> moderate_scale_exponents() {
-  return rc::gen::weightedOneOf<int>({{3, rc::gen::just(0)}, {1, rc::gen::map(centered_integer(4), [](std::int64_t e) { return static_cast<int>(e); })}});
+  return rc::gen::weightedOneOf<int>({{kUnscaledWeight, rc::gen::just(0)},
+                                      {1, rc::gen::map(centered_integer(kMaxScaleExponent), [](std::int64_t e) { return static_cast<int>(e); })}});
 }
 
 // Every kind but file, with its parameters: rank 1..4, alpha 0.2..3.0, condition 1e1..1e7.
 inline rc::Gen<Spectrum> spectra(rc::Gen<int> scale_exponent = moderate_scale_exponents()) {
   using Kind = Spectrum::Kind;
-  auto kind = rc::gen::weightedElement<Kind>(
-      {{4, Kind::gaussian}, {2, Kind::lowrank}, {2, Kind::powerlaw}, {2, Kind::ill_conditioned}, {1, Kind::integer_valued}});
-  return rc::gen::map(rc::gen::tuple(kind, rc::gen::inRange(1, 5), rc::gen::inRange(2, 31),
-                                     rc::gen::inRange(1, 8), scale_exponent),
+  const auto weighted = [](Kind k) {
+    for (const auto& [kind, weight] : kSpectrumWeights)
+      if (kind == k) return std::pair{weight, k};
+    return std::pair{std::size_t{0}, k};
+  };
+  auto kind = rc::gen::weightedElement<Kind>({weighted(Kind::gaussian), weighted(Kind::lowrank), weighted(Kind::powerlaw),
+                                              weighted(Kind::ill_conditioned), weighted(Kind::integer_valued)});
+  return rc::gen::map(rc::gen::tuple(kind, rc::gen::inRange(1, kMaxRank + 1), rc::gen::inRange(kAlphaTenths.first, kAlphaTenths.second + 1),
+                                     rc::gen::inRange(1, kMaxLog10Condition + 1), scale_exponent),
                       [](const std::tuple<Kind, int, int, int, int>& t) {
                         Spectrum s;
                         s.kind = std::get<0>(t);
                         s.rank = std::get<1>(t);
-                        s.alpha = std::get<2>(t) / 10.0;  // 0.2 .. 3.0
+                        s.alpha = std::get<2>(t) / 10.0;  // tenths
                         s.log10_condition = std::get<3>(t);
                         s.scale_exponent = std::get<4>(t);
                         return s;
@@ -141,19 +159,33 @@ inline MatD build(const Shape& s, const Spectrum& spec, const std::vector<double
 
 }  // namespace detail
 
+// What a matrix of at most kElementShrinkingMaxElements elements is drawn from: the grid points of its
+// normals and its integers (an integer_valued one's entries). The Hypothesis strategies draw the same
+// and build the matrix with matrix_of_draws, so that the same draws give the same matrix.
+struct MatrixDraws {
+  std::vector<std::int64_t> grid, integers;
+};
+inline rc::Gen<MatrixDraws> matrix_draws(const Shape& shape, const Spectrum& spec) {
+  const std::size_t normals = detail::normals_needed(shape, spec);
+  const std::size_t ints = spec.kind == Spectrum::Kind::integer_valued ? static_cast<std::size_t>(shape.rows * shape.cols) : 0;
+  return rc::gen::map(rc::gen::pair(gaussian_grid(normals), rc::gen::container<std::vector<std::int64_t>>(ints, centered_integer(kMaxIntegerEntry))),
+                      [](std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> d) {
+                        return MatrixDraws{std::move(d.first), std::move(d.second)};
+                      });
+}
+inline MatD matrix_of_draws(const Shape& shape, const Spectrum& spec, const MatrixDraws& d) {
+  return detail::build(shape, spec, gaussians_of(d.grid), d.integers);
+}
+
 inline rc::Gen<TestMatrix> matrices_of(Shape shape, Spectrum spec) {
   if (shape.rows * shape.cols > kElementShrinkingMaxElements)
     // the full 64-bit range at every RapidCheck size (resize, as centered_integer does), without shrinking
     return rc::gen::map(rc::gen::noShrink(rc::gen::resize(100, rc::gen::arbitrary<std::uint64_t>())), [shape, spec](std::uint64_t seed) {
       return TestMatrix{shape, spec, detail::finished(seeded::values(shape, spec, seed), spec), seed};
     });
-  const std::size_t normals = detail::normals_needed(shape, spec);
-  const std::size_t ints = spec.kind == Spectrum::Kind::integer_valued ? static_cast<std::size_t>(shape.rows * shape.cols) : 0;
-  return rc::gen::map(
-      rc::gen::pair(gaussians(normals), rc::gen::container<std::vector<std::int64_t>>(ints, centered_integer(8))),
-      [shape, spec](const std::pair<std::vector<double>, std::vector<std::int64_t>>& raw) {
-        return TestMatrix{shape, spec, detail::build(shape, spec, raw.first, raw.second), std::nullopt};
-      });
+  return rc::gen::map(matrix_draws(shape, spec), [shape, spec](const MatrixDraws& d) {
+    return TestMatrix{shape, spec, matrix_of_draws(shape, spec, d), std::nullopt};
+  });
 }
 
 inline rc::Gen<TestMatrix> matrices(rc::Gen<Shape> shape_gen = shapes(), rc::Gen<Spectrum> spectrum_gen = spectra()) {

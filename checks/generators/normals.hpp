@@ -72,16 +72,18 @@ inline double gaussian_from_grid(std::int64_t j) {
   return inverse_normal_cdf((static_cast<double>(j) + n + 0.5) / (2 * n + 1));
 }
 
-// Standard normal values, one uniform integer each.
-inline rc::Gen<std::vector<double>> gaussians(std::size_t count) {
-  return rc::gen::map(
-      rc::gen::container<std::vector<std::int64_t>>(count, centered_integer(kGaussianGridHalfWidth)),
-      [](const std::vector<std::int64_t>& grid) {
-        std::vector<double> z(grid.size());
-        std::transform(grid.begin(), grid.end(), z.begin(), gaussian_from_grid);
-        return z;
-      });
+// The grid points of `count` standard normal values, and the values of grid points.
+inline rc::Gen<std::vector<std::int64_t>> gaussian_grid(std::size_t count) {
+  return rc::gen::container<std::vector<std::int64_t>>(count, centered_integer(kGaussianGridHalfWidth));
 }
+inline std::vector<double> gaussians_of(const std::vector<std::int64_t>& grid) {
+  std::vector<double> z(grid.size());
+  std::transform(grid.begin(), grid.end(), z.begin(), gaussian_from_grid);
+  return z;
+}
+
+// Standard normal values, one uniform integer each.
+inline rc::Gen<std::vector<double>> gaussians(std::size_t count) { return rc::gen::map(gaussian_grid(count), gaussians_of); }
 
 namespace detail {
 

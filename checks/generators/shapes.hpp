@@ -43,13 +43,16 @@ inline void showValue(const Shape& s, std::ostream& os) { os << s.rows << "x" <<
 
 // A length in [1, max]: half the time a power of two or a head dimension (the shapes real
 // models have), otherwise any length, so odd sizes and BLAS edge cases are covered too.
-inline rc::Gen<Eigen::Index> dimensions(Eigen::Index max) {
+inline std::vector<Eigen::Index> special_dimensions(Eigen::Index max) {
   std::vector<Eigen::Index> special;
   for (Eigen::Index p = 1; p <= max; p *= 2) special.push_back(p);
   for (Eigen::Index h : {48, 80, 96, 112, 128, 160, 192, 256})  // head dims (64, 128 are powers)
     if (h <= max) special.push_back(h);
+  return special;
+}
+inline rc::Gen<Eigen::Index> dimensions(Eigen::Index max) {
   return rc::gen::weightedOneOf<Eigen::Index>(
-      {{1, rc::gen::elementOf(special)}, {1, rc::gen::inRange<Eigen::Index>(1, max + 1)}});
+      {{1, rc::gen::elementOf(special_dimensions(max))}, {1, rc::gen::inRange<Eigen::Index>(1, max + 1)}});
 }
 
 // Two different lengths in [1, max], the smaller first (max >= 2).
@@ -61,6 +64,13 @@ inline rc::Gen<std::pair<Eigen::Index, Eigen::Index>> distinct_sorted(Eigen::Ind
     return std::pair{a, b};
   });
 }
+
+// How often each kind is drawn (weights; the Hypothesis strategies read the same table).
+inline constexpr std::pair<ShapeKind, std::size_t> kShapeWeights[] = {
+    {ShapeKind::square, 3},       {ShapeKind::wide, 4},       {ShapeKind::tall, 4},          {ShapeKind::extreme_wide, 1},
+    {ShapeKind::extreme_tall, 1}, {ShapeKind::row_vector, 1}, {ShapeKind::column_vector, 1}};
+// Extreme aspects: a short side in [1, kExtremeShortMax] and a long side of at least kExtremeLongMin (or max).
+inline constexpr Eigen::Index kExtremeShortMax = 3, kExtremeLongMin = 24;
 
 inline rc::Gen<Shape> shapes_of(ShapeKind kind, Eigen::Index max = max_dim()) {
   using P = std::pair<Eigen::Index, Eigen::Index>;
@@ -74,7 +84,8 @@ inline rc::Gen<Shape> shapes_of(ShapeKind kind, Eigen::Index max = max_dim()) {
     case ShapeKind::extreme_wide:
     case ShapeKind::extreme_tall:
       // short side 1..3, long side at least 8x it: the regime of per-head blocks of wide layers
-      return rc::gen::map(rc::gen::pair(rc::gen::inRange<Eigen::Index>(1, 4), rc::gen::inRange<Eigen::Index>(std::min<Eigen::Index>(24, max), max + 1)),
+      return rc::gen::map(rc::gen::pair(rc::gen::inRange<Eigen::Index>(1, kExtremeShortMax + 1),
+                                        rc::gen::inRange<Eigen::Index>(std::min(kExtremeLongMin, max), max + 1)),
                           [kind](P p) {
                             return kind == ShapeKind::extreme_wide ? Shape{p.first, p.second, kind}
                                                                    : Shape{p.second, p.first, kind};
@@ -87,23 +98,24 @@ inline rc::Gen<Shape> shapes_of(ShapeKind kind, Eigen::Index max = max_dim()) {
   throw std::logic_error("unknown ShapeKind");
 }
 
+inline constexpr std::size_t shape_weight(ShapeKind kind) {
+  for (const auto& [k, weight] : kShapeWeights)
+    if (k == kind) return weight;
+  return 0;
+}
+
 inline rc::Gen<Shape> shapes(Eigen::Index max = max_dim()) {
-  return rc::gen::weightedOneOf<Shape>({{3, shapes_of(ShapeKind::square, max)},
-                                        {4, shapes_of(ShapeKind::wide, max)},
-                                        {4, shapes_of(ShapeKind::tall, max)},
-                                        {1, shapes_of(ShapeKind::extreme_wide, max)},
-                                        {1, shapes_of(ShapeKind::extreme_tall, max)},
-                                        {1, shapes_of(ShapeKind::row_vector, max)},
-                                        {1, shapes_of(ShapeKind::column_vector, max)}});
+  const auto drawn = [max](ShapeKind k) { return std::pair{shape_weight(k), shapes_of(k, max)}; };
+  return rc::gen::weightedOneOf<Shape>({drawn(ShapeKind::square), drawn(ShapeKind::wide), drawn(ShapeKind::tall),
+                                        drawn(ShapeKind::extreme_wide), drawn(ShapeKind::extreme_tall),
+                                        drawn(ShapeKind::row_vector), drawn(ShapeKind::column_vector)});
 }
 
 inline rc::Gen<Shape> non_square_shapes(Eigen::Index max = max_dim()) {
-  return rc::gen::weightedOneOf<Shape>({{4, shapes_of(ShapeKind::wide, max)},
-                                        {4, shapes_of(ShapeKind::tall, max)},
-                                        {1, shapes_of(ShapeKind::extreme_wide, max)},
-                                        {1, shapes_of(ShapeKind::extreme_tall, max)},
-                                        {1, shapes_of(ShapeKind::row_vector, max)},
-                                        {1, shapes_of(ShapeKind::column_vector, max)}});
+  const auto drawn = [max](ShapeKind k) { return std::pair{shape_weight(k), shapes_of(k, max)}; };
+  return rc::gen::weightedOneOf<Shape>({drawn(ShapeKind::wide), drawn(ShapeKind::tall), drawn(ShapeKind::extreme_wide),
+                                        drawn(ShapeKind::extreme_tall), drawn(ShapeKind::row_vector),
+                                        drawn(ShapeKind::column_vector)});
 }
 
 }  // namespace nsv::props

@@ -1,28 +1,26 @@
 """nsverify's generators as Hypothesis strategies (nsverify.hypothesis_strategies: nsverify.strategies() is the TP strategy table), for users who write their own properties.
 
-The same distributions as the suite's RapidCheck generators (checks/generators/: shapes.hpp,
-matrices.hpp, configs.hpp), drawn and shrunk by Hypothesis:
+The suite's RapidCheck generators (checks/generators/: shapes.hpp, matrices.hpp, configs.hpp) with
+their rules read from the library (``rules()``: special dimensions, weights, ranges), drawn and shrunk
+by Hypothesis:
 
     shapes(max_dim=48)        (rows, cols): square, wide, tall, extreme aspect (short side 1..3,
-                              long >= 24), 1 x n and n x 1; sides half the time a power of two or a
-                              head dimension (48, 80, 96, 112, 128, 160, 192, 256), else any length
+                              long >= 24), 1 x n and n x 1, weighted as the suite; sides half the time
+                              a power of two or a head dimension, else any length
     spectra()                 {"kind", "rank", "alpha", "log10_condition", "scale_exponent"}: gaussian,
-                              lowrank (rank 1..4), powerlaw (sigma_i = i^-alpha, alpha 0.2..3.0),
-                              ill_conditioned (geometric, condition 1e1..1e7), integer (-8..8);
-                              scales 2^0 (3 in 4) or 2^-4..2^4, exact, inside fp16's range
+                              lowrank, powerlaw, ill_conditioned, integer_valued, with the suite's
+                              weights and ranges; scales 2^0 (3 in 4) or 2^-4..2^4
     matrices(shape=None, spectrum=None, dtype=np.float32)
-                              a C-ordered array of that shape and spectrum, float32-representable
-                              values (rounded to float32 before the power-of-two scale, as a gradient)
+                              a C-ordered array of that shape and spectrum, built by the library from
+                              the same draws as the suite's generator (the grid points of its normals
+                              and its integers; a seed above 128 x 128 elements): the same draws give
+                              the same matrix, and a shrunk draw is a smaller, zero-ward one
     batches(max_dim=16)       a 3-D batch of equally shaped matrices (K7's inputs)
     configs(...)              nsverify.NsConfig over the schema's kernels, dtypes, accumulations,
                               schedules and step counts (each list narrowable)
     layouts(max_dim=64, max_tp=8)   (rows, cols, tp, axis, nsverify.Layout): AutoTP's grain rule
                               (grain 1 or 64) and head-aligned layouts (heads, kv_heads), zero-width
                               ranks included when tp exceeds the KV groups
-
-A matrix is built in numpy from values Hypothesis draws (a seed and the spectrum's parameters), so
-it shrinks towards small, well-conditioned, gaussian cases like the suite's; the seed's numbers
-are numpy's, not RapidCheck's: the same parameters give another matrix than the suite's.
 
     from hypothesis import given
     from nsverify import hypothesis_strategies as nst
@@ -35,10 +33,18 @@ are numpy's, not RapidCheck's: the same parameters give another matrix than the 
 import numpy as np
 from hypothesis import strategies as st
 
+from . import _nsverify as _core
 from . import _reference
 
-HEAD_DIMS = (48, 80, 96, 112, 128, 160, 192, 256)
-SPECTRUM_KINDS = ("gaussian", "lowrank", "powerlaw", "ill_conditioned", "integer")
+SHAPE_KINDS = ("square", "wide", "tall", "extreme_wide", "extreme_tall", "row_vector", "column_vector")
+#: The library's names of the shape kinds the strategies' kinds= take (shapes.hpp prints 1xn and nx1).
+_LIBRARY_SHAPE_NAMES = dict(zip(("square", "wide", "tall", "extreme_wide", "extreme_tall", "1xn", "nx1"), SHAPE_KINDS))
+
+
+def rules(max_dim=48):
+    """The suite's generator rules, from the library: special_dimensions, shape_weights, spectrum_weights,
+    the scale, rank, alpha, condition and integer ranges, the grid of the normals."""
+    return _core.generator_rules(max_dim)
 
 
 def _check_max(name, value, low, high):
@@ -49,8 +55,7 @@ def _check_max(name, value, low, high):
 def dimensions(max_dim=48):
     """A side in [1, max_dim]: half the time a power of two or a head dimension, else any length."""
     _check_max("max_dim", max_dim, 1, 4096)
-    special = [1 << k for k in range(13) if 1 << k <= max_dim] + [h for h in HEAD_DIMS if h <= max_dim]
-    return st.one_of(st.sampled_from(sorted(set(special))), st.integers(1, max_dim))
+    return st.one_of(st.sampled_from(rules(max_dim)["special_dimensions"]), st.integers(1, max_dim))
 
 
 def _distinct_sorted(max_dim):
@@ -63,85 +68,77 @@ def _distinct_sorted(max_dim):
 
 
 def shapes(max_dim=48, kinds=None):
-    """(rows, cols) of the suite's shape kinds (weights 3:4:4:1:1:1:1 as shapes.hpp), max_dim >= 2.
+    """(rows, cols) of the suite's shape kinds, weighted as the suite (rules()["shape_weights"]), max_dim >= 2.
 
     kinds: a subset of ("square", "wide", "tall", "extreme_wide", "extreme_tall", "row_vector",
     "column_vector")."""
     _check_max("max_dim", max_dim, 2, 4096)
+    r = rules(max_dim)
     d = dimensions(max_dim)
-    extreme = st.tuples(st.integers(1, 3), st.integers(min(24, max_dim), max_dim))
+    extreme = st.tuples(st.integers(1, r["extreme_short_max"]), st.integers(min(r["extreme_long_min"], max_dim), max_dim))
     by_kind = {
-        "square": (3, d.map(lambda n: (n, n))),
-        "wide": (4, _distinct_sorted(max_dim)),
-        "tall": (4, _distinct_sorted(max_dim).map(lambda p: (p[1], p[0]))),
-        "extreme_wide": (1, extreme),
-        "extreme_tall": (1, extreme.map(lambda p: (p[1], p[0]))),
-        "row_vector": (1, d.map(lambda n: (1, n))),
-        "column_vector": (1, d.map(lambda n: (n, 1))),
+        "square": d.map(lambda n: (n, n)),
+        "wide": _distinct_sorted(max_dim),
+        "tall": _distinct_sorted(max_dim).map(lambda p: (p[1], p[0])),
+        "extreme_wide": extreme,
+        "extreme_tall": extreme.map(lambda p: (p[1], p[0])),
+        "row_vector": d.map(lambda n: (1, n)),
+        "column_vector": d.map(lambda n: (n, 1)),
     }
+    weights = {_LIBRARY_SHAPE_NAMES[name]: w for name, w in r["shape_weights"]}
     chosen = list(by_kind) if kinds is None else list(kinds)
     unknown = [k for k in chosen if k not in by_kind]
     if unknown or not chosen:
         raise ValueError(f"kinds: each must be one of {', '.join(by_kind)}, got {unknown or chosen!r}")
     # weights as repetitions (one_of draws uniformly among its branches)
-    return st.one_of(*[s for k in chosen for s in [by_kind[k][1]] * by_kind[k][0]])
+    return st.one_of(*[by_kind[k] for k in chosen for _ in range(weights[k])])
 
 
-def spectra(kinds=SPECTRUM_KINDS):
-    """The spectrum of a generated matrix (weights 4:2:2:2:1 as matrices.hpp)."""
-    weights = {"gaussian": 4, "lowrank": 2, "powerlaw": 2, "ill_conditioned": 2, "integer": 1}
-    kinds = list(kinds)
+def spectra(kinds=None):
+    """The spectrum of a generated matrix, kinds and parameters as the suite draws them (rules()); kinds
+    narrows the kinds ("integer" is accepted for "integer_valued")."""
+    r = rules()
+    weights = dict(r["spectrum_weights"])
+    kinds = list(weights) if kinds is None else ["integer_valued" if k == "integer" else k for k in kinds]
     unknown = [k for k in kinds if k not in weights]
     if unknown or not kinds:
-        raise ValueError(f"kinds: each must be one of {', '.join(SPECTRUM_KINDS)}, got {unknown or kinds!r}")
+        raise ValueError(f"kinds: each must be one of {', '.join(weights)}, got {unknown or kinds!r}")
     kind = st.one_of(*[st.just(k) for k in kinds for _ in range(weights[k])])
-    scale = st.one_of(st.just(0), st.just(0), st.just(0), st.integers(-4, 4))
-    return st.builds(lambda k, r, a, c, s: {"kind": k, "rank": r, "alpha": a / 10.0, "log10_condition": c, "scale_exponent": s},
-                     kind, st.integers(1, 4), st.integers(2, 30), st.integers(1, 7), scale)
+    e = r["max_scale_exponent"]
+    scale = st.one_of(*[st.just(0)] * r["unscaled_weight"], st.integers(-e, e))
+    low, high = r["alpha_tenths"]
+    return st.builds(lambda k, rank, a, c, s: {"kind": k, "rank": rank, "alpha": a / 10.0, "log10_condition": c,
+                                               "scale_exponent": s},
+                     kind, st.integers(1, r["max_rank"]), st.integers(low, high), st.integers(1, r["max_log10_condition"]),
+                     scale)
 
 
-def _orthonormal_columns(z):
-    q, r = np.linalg.qr(z)
-    return q * np.sign(np.where(np.diag(r) == 0, 1.0, np.diag(r)))
-
-
-def build(shape, spectrum, seed):
-    """The matrix of this shape and spectrum from numpy's generator at `seed` (float64 holding float32 values)."""
-    m, n = shape
-    p = min(m, n)
-    rng = np.random.default_rng(seed)
-    kind = spectrum["kind"]
-    if kind == "gaussian":
-        g = rng.standard_normal((m, n))
-    elif kind == "lowrank":
-        r = min(spectrum["rank"], p)
-        g = rng.standard_normal((m, r)) @ rng.standard_normal((r, n)) / np.sqrt(r)
-    elif kind in ("powerlaw", "ill_conditioned"):
-        i = np.arange(p, dtype=np.float64)
-        sigma = ((i + 1) ** -spectrum["alpha"] if kind == "powerlaw" else
-                 10.0 ** (-spectrum["log10_condition"] * (i / (p - 1) if p > 1 else 0 * i)))
-        u = _orthonormal_columns(rng.standard_normal((m, p)))
-        v = _orthonormal_columns(rng.standard_normal((n, p)))
-        g = (u * sigma) @ v.T * np.sqrt(max(m, n))
-    elif kind == "integer":
-        g = rng.integers(-8, 9, size=(m, n)).astype(np.float64)
-    else:
-        raise ValueError(f"spectrum kind: must be one of {', '.join(SPECTRUM_KINDS)}, got {kind!r}")
-    return g.astype(np.float32).astype(np.float64) * 2.0 ** spectrum["scale_exponent"]
+def _spectrum(spectrum):
+    return dict(spectrum, kind="integer_valued") if spectrum.get("kind") == "integer" else spectrum
 
 
 @st.composite
 def matrices(draw, shape=None, spectrum=None, dtype=np.float32, max_dim=48):
     """A C-ordered matrix: shape (rows, cols) or drawn from shapes(max_dim); spectrum a dict as spectra()
-    draws (or drawn); dtype np.float32 (the checks' input) or np.float64."""
+    draws (or drawn); dtype np.float32 (the checks' input) or np.float64. Built by the library from the
+    suite's draws (make_matrix): a seed above 128 x 128 elements, else the grid points of its normals
+    (integers in [-2^20, 2^20], shrinking to 0) and an integer matrix's entries."""
     if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"dtype: must be numpy.float32 or numpy.float64, got {np.dtype(dtype)}")
     rows, cols = draw(shapes(max_dim)) if shape is None else shape
     if not (isinstance(rows, (int, np.integer)) and isinstance(cols, (int, np.integer)) and rows >= 1 and cols >= 1):
         raise ValueError(f"shape: must be two sides >= 1, got {shape!r}")
-    spec = draw(spectra()) if spectrum is None else spectrum
-    seed = draw(st.integers(0, 2**32 - 1))
-    return np.ascontiguousarray(build((int(rows), int(cols)), spec, seed), dtype=dtype)
+    spec = _spectrum(draw(spectra()) if spectrum is None else spectrum)
+    rows, cols = int(rows), int(cols)
+    need, r = _core.draws_needed(rows, cols, spec), rules()
+    if need["seeded"]:
+        values = _core.make_matrix(rows, cols, spec, seed=draw(st.integers(0, (1 << 64) - 1)))
+    else:
+        h, k = r["gaussian_grid_half_width"], r["max_integer_entry"]
+        grid = draw(st.lists(st.integers(-h, h), min_size=need["normals"], max_size=need["normals"]))
+        ints = draw(st.lists(st.integers(-k, k), min_size=need["integers"], max_size=need["integers"]))
+        values = _core.make_matrix(rows, cols, spec, grid, ints)
+    return np.ascontiguousarray(values, dtype=dtype)
 
 
 @st.composite

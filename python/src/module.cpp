@@ -8,6 +8,7 @@
 
 #include "check_records.hpp"
 #include "errors.hpp"
+#include "generators.hpp"
 #include "kernel_check.hpp"
 #include "reference_bindings.hpp"
 #include "tp_check.hpp"
@@ -30,6 +31,7 @@ PYBIND11_MODULE(_nsverify, m) {
   nsv::python::register_error_translation();
   nsv::python::bind_reference(m);
   nsv::python::bind_check_records(m);
+  nsv::python::bind_generators(m);
   nsv::python::bind_kernel_check(m);
   nsv::python::bind_tp_check(m);
 }
