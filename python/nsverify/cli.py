@@ -279,8 +279,8 @@ def _run_check(args):
     try:
         record, given = check_settings(args)
         if record == "optimizer":  # the factory runs on the ranks, each step within --timeout
-            import nsverify.torch
-            result = nsverify.torch.run_from_cli(dict(given, impl=args.impl, params=args.params, config=args.config,
+            import nsverify.torch as torch_checks
+            result = torch_checks.run_from_cli(dict(given, impl=args.impl, params=args.params, config=args.config,
                                                       layers=args.layers, reference_impl=args.reference_impl))
             print(json.dumps(result.to_dict(), indent=2) if args.json else result)
             return EXIT_STATUS[result.verdict]

@@ -102,3 +102,22 @@ def test_every_path_architecture_names_exists():
             if not os.path.exists(os.path.join(REPO, path.rstrip("/"))):
                 missing.append(path)
     assert not missing, f"ARCHITECTURE.md names paths that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("record", sorted(_checks()))
+def test_every_argument_of_each_check_is_documented(record):
+    fn = _checks()[record]
+    doc = _documentation(fn)
+    undocumented = [n for n in list(inspect.signature(fn).parameters)[1:]
+                    if not n.startswith("_") and not re.search(rf"\b{n}\b", doc)]
+    assert not undocumented, f"help({fn.__qualname__}) does not say what {undocumented} mean"
+
+
+def _documentation(fn):
+    """fn's docstring and, where it defers to another check's help ("as nsverify.check_kernel"), that one's."""
+    doc, seen = inspect.getdoc(fn) or "", {fn}
+    for other in (nsverify.check_tp, nsverify.check_kernel):
+        if f"nsverify.{other.__name__}" in doc and other not in seen:
+            seen.add(other)
+            doc += inspect.getdoc(other)
+    return doc
