@@ -31,6 +31,9 @@ struct KernelDomain {
   rc::Gen<NsConfig> configs;          // the reference: every configuration; a user's kernel: its own
   Eigen::Index max_dim = 48;          // the largest side drawn
   std::optional<props::Shape> shape;  // every matrix of this shape (the caller's layer), else any
+  // The implementation runs accumulate=compute (PyTorch's CPU GEMM in the dtype): a property that
+  // draws the accumulation itself draws it only then (the CUDA backend accumulates as cuBLAS does).
+  bool compute_accumulation = true;
 };
 // The reference's domain: every configuration of the generators, sides up to max_dim.
 KernelDomain every_configuration(Eigen::Index max_dim);

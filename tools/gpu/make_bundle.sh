@@ -14,9 +14,9 @@ work=$repo/build-gpu-bundle-work
 dest=$repo/build-gpu-bundle
 stage=$work/stage
 cmake -S "$repo" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNSV_WITH_CUDA=ON >/dev/null
-cmake --build "$work/build" -j "$(nproc)" --target nsv_cuda_tests nsv_cuda_tests_emulated nsv_gpu_bench nsv
+cmake --build "$work/build" -j "$(nproc)" --target nsv_cuda_tests nsv_cuda_tests_emulated nsv_cuda_catalogue nsv_gpu_bench nsv
 rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$dest"
-for t in nsv_cuda_tests nsv_cuda_tests_emulated nsv_gpu_bench nsv; do
+for t in nsv_cuda_tests nsv_cuda_tests_emulated nsv_cuda_catalogue nsv_gpu_bench nsv; do
   f=$(find "$work/build" -type f -name "$t" -perm -u+x | head -1)
   [ -n "$f" ] || { echo "make_bundle: $t was not built" >&2; exit 1; }
   cp "$f" "$stage/bin/"

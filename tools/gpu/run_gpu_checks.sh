@@ -66,7 +66,7 @@ else
 fi
 
 # --- 1. binaries ----------------------------------------------------------------------------------
-targets="nsv_cuda_tests nsv_cuda_tests_emulated nsv_gpu_bench nsv"
+targets="nsv_cuda_tests nsv_cuda_tests_emulated nsv_cuda_catalogue nsv_gpu_bench nsv"
 build_here() {
   local nvcc_args=()
   if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
@@ -163,6 +163,23 @@ if [ -n "$emu" ]; then
   rc=$?
   step emulated_tests "$([ $rc -eq 0 ] && echo PASSED || echo FAILED)" "host emulation of the device API, exit $rc"
   [ $rc -eq 0 ] || rc_all=1
+fi
+
+# The kernel property catalogue on the CUDA backend: the records, generators and assertion engine
+# every implementation is checked with (properties/cuda/cuda_catalogue.cpp), at the gate's seed.
+catalogue=$(find_bin nsv_cuda_catalogue)
+if [ -n "$catalogue" ]; then
+  RC_PARAMS=seed=20261130 run_timed 300 "$out/cuda_catalogue.log" "$catalogue" --run_test=cuda_catalogue --color_output=no \
+    --log_level=test_suite
+  rc=$?
+  if grep -q "CUDA catalogue skipped" "$out/cuda_catalogue.log"; then
+    step cuda_catalogue SKIPPED "$(grep -m1 'CUDA catalogue skipped' "$out/cuda_catalogue.log")"
+    rc_all=1
+  else
+    step cuda_catalogue "$([ $rc -eq 0 ] && echo PASSED || echo FAILED)" \
+      "$(grep -m1 'properties passed' "$out/cuda_catalogue.log"); exit $rc"
+    [ $rc -eq 0 ] || rc_all=1
+  fi
 fi
 
 # --- 3. the nsv CLI on the GPU --------------------------------------------------------------------

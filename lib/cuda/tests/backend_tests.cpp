@@ -1,7 +1,9 @@
-// The backend suite of the CUDA backend's tests (suites: cuda_tests_main.cpp): CPU <-> GPU
-// agreement per dtype within bounds derived from the kernel's own error; per-head bit-identity
-// across batch counts 8/4/2/1 (looped must be exact; batched is measured); determinism; K1
-// transpose; sharded iterations; special inputs; mixed-shape batches.
+// The backend suite of the CUDA backend's tests (suites: cuda_tests_main.cpp): what only CUDA has.
+// CPU <-> GPU agreement per dtype and GEMM mode (TF32 included) within bounds derived from the
+// kernel's own error, for the GPU report; per-head bit-identity across batch counts 8/4/2/1 (looped
+// must be exact; batched is measured); sharded iterations; mixed-shape batches in both GEMM modes.
+// The kernel properties themselves (K1, K7, K8, K10, REF, ...) are the catalogue's, run on this
+// backend by properties/cuda/cuda_catalogue.cpp.
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -139,29 +141,6 @@ BOOST_AUTO_TEST_CASE(per_head_batch_counts) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(repeated_calls_are_bit_identical) {
-  const MatD g = gaussian(96, 160, 61);
-  for (Kernel k : {Kernel::standard, Kernel::gram})
-    for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::fp16})
-      for (bool tf32 : {false, true}) {
-        const NsConfig cfg = config(k, d);
-        const MatD a = newton_schulz(gpu(tf32), g, cfg), b = newton_schulz(gpu(tf32), g, cfg);
-        BOOST_TEST(compare_bits(a, b, d).identical, kernel_name(k) << " " << dtype_name(d) << " tf32=" << tf32);
-      }
-}
-
-// K1 on the GPU: NS(G^T) = NS(G)^T exactly (both run the same wide frame).
-BOOST_AUTO_TEST_CASE(transpose_is_exact) {
-  const MatD g = gaussian(72, 200, 71);
-  for (Kernel k : {Kernel::standard, Kernel::gram})
-    for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::fp16}) {
-      const NsConfig cfg = config(k, d);
-      const MatD a = newton_schulz(gpu(), g, cfg);
-      const MatD b = newton_schulz(gpu(), MatD(g.transpose()), cfg);
-      BOOST_TEST(compare_bits(MatD(b.transpose()), a, d).identical, kernel_name(k) << " " << dtype_name(d));
-    }
-}
-
 // The sharded iteration on the GPU (the kernel's own iteration: standard loop for the standard
 // kernel, gram loop for the gram kernel). tp = 1 equals the whole kernel exactly. For tp > 1
 // (even, uneven and zero-width shards, both axes):
@@ -272,33 +251,6 @@ BOOST_AUTO_TEST_CASE(sharded_iterations) {
       }
     }
   }
-}
-
-BOOST_AUTO_TEST_CASE(special_inputs) {
-  for (Kernel k : {Kernel::standard, Kernel::gram})
-    for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::fp16}) {
-      const NsConfig cfg = config(k, d);
-      const std::string what = std::string(kernel_name(k)) + " " + std::string(dtype_name(d));
-      // Zero -> zero, exactly.
-      const MatD zero = MatD::Zero(12, 20);
-      BOOST_TEST(compare_bits(newton_schulz(gpu(), zero, cfg), zero, d).identical, what);
-      // A NaN or Inf anywhere -> a non-finite result, never a silent finite one.
-      MatD bad = gaussian(12, 20, 91);
-      bad(3, 4) = std::numeric_limits<double>::quiet_NaN();
-      BOOST_TEST(!all_finite(newton_schulz(gpu(), bad, cfg)), what << " NaN");
-      bad(3, 4) = std::numeric_limits<double>::infinity();
-      BOOST_TEST(!all_finite(newton_schulz(gpu(), bad, cfg)), what << " Inf");
-      // Vectors, a 1x1, an empty matrix, and huge magnitudes (fp16's range after normalization).
-      for (const MatD& g : {gaussian(1, 33, 92), gaussian(33, 1, 93), gaussian(1, 1, 94), gaussian(9, 40, 95, 1e4)}) {
-        const MatD got = newton_schulz(gpu(), g, cfg), ref = newton_schulz(cpu(), g, cfg);
-        const double yardstick = own_errors(g, k).yardstick(d);
-        // A rank-1 matrix normalizes to (nearly) its own polar factor: both errors can be 0.
-        BOOST_TEST(rel_diff(got, ref) <= std::max(kAgreementFactor * yardstick, 4 * unit_roundoff(d)),
-                   what << " " << shape_name(g) << ": " << rel_diff(got, ref));
-      }
-      const MatD empty(0, 5);
-      BOOST_TEST(newton_schulz(gpu(), empty, cfg).size() == 0, what);
-    }
 }
 
 // Mixed shapes in one call: results in input order, each equal to its own single call.
