@@ -29,7 +29,8 @@ class Entry:
     factory: typing.Callable
     kind: str
     #: the hypothesis check_optimizer's diagnosis must match on every failing parameter under claim "exact" (its
-    #: words, _optimizer_diagnosis); "": none may match (a correct or rounding-only optimizer)
+    #: words, _optimizer_diagnosis), or, where the hypothesis' premise fails on a parameter (wd_wrong_side's norms),
+    #: none; "": none may match (a correct or rounding-only optimizer)
     diagnosis: str
     must_pass: tuple
     must_fail: tuple

@@ -9,7 +9,8 @@ The defect is in the algorithm, not in the tensor parallelism: caught against th
 (reference gather_tp_muon.py). The one defect against gather_tp_muon.py: `apply_update`'s order (for the
 AdamW parameters as well, which share it).
 Diagnosis it must get: "weight decay applied after the update" (the weights off by lr^2 wd U; the update
-itself right); check_optimizer has no such hypothesis yet.
+itself right) on the Muon matrices; on the AdamW norms, whose lr wd U lies below float32 rounding, "not
+distinguishable" (they still fail exact).
 Claim: fails exact against the correct reference (the difference is lr wd = 0.2% of the step at lr 0.02,
 wd 0.1: small, but no rounding; the AdamW-routed norms differ too, which fails "rounding" as well).
 """

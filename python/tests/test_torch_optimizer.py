@@ -189,7 +189,9 @@ def test_single_device_muon_per_shard_fails_and_is_diagnosed_per_shard_ns():
     assert not result and result.verdict == "FAIL", str(result)
     q = "layers.0.self_attn.q_proj.weight"
     assert q in result.diagnosis, str(result)
-    assert result.diagnosis[q]["matched"][0] == "per-shard NS, local-shape scale", str(result)
+    # per-shard NS and nothing else on every failing matrix (this Muon never reads spec.heads: a stale head count is
+    # not distinguishable from it)
+    assert all(d["matched"] == ["per-shard NS, local-shape scale"] for d in result.diagnosis.values()), str(result)
     # Derived: the step-1 weight change of each TP-split Muon parameter differs from the reference's by what
     # per-shard NS does to that gradient (the decay lr*wd*W_0 is in both, so it cancels in the difference).
     spec = next(p for p in params if p.name == q)

@@ -358,9 +358,11 @@ def check_optimizer(make_optimizer, params, *, tp=_D["tp"], dp=_D["dp"], dp_part
 
     Each failing parameter is diagnosed by rerunning the factory at tp = 1 on transformed inputs: per-shard NS
     with local-shape scale, whole-matrix NS with local-shape scale, routed to the other group, stale head
-    count, a shard overwritten by another rank's, NS skipped, NS run twice, momentum advanced twice (see
-    _optimizer_diagnosis). The route observed (NS or elementwise) is judged from the first step's update: NS
-    leaves the singular values of the update nearly equal (spread <= 2) where the gradient's spread >= 3.
+    count, a shard overwritten by another rank's, NS skipped, NS run twice, momentum advanced twice, weight
+    decay applied after the update (see _optimizer_diagnosis: bitwise where the factory can produce the
+    hypothesis, else a tolerance derived from float32 rounding). The route observed (NS or elementwise, the
+    table's "route" column and information in the diagnosis, never its verdict) is judged from the first step's
+    update: NS leaves the singular values of the update nearly equal (spread <= 2) where the gradient's spread >= 3.
 
     Returns an OptimizerCheckResult (truthy only if the claim holds and something was checked): verdict,
     per-parameter table, .records per (parameter, step), .diagnosis, .collectives (per world, rank and step),

@@ -10,7 +10,9 @@ from .. import _reference as ref
 
 #: fp32's unit roundoff 2^-24: one rounding of a float32 result x is off by at most U_FP32 |x|.
 U_FP32 = 2.0 ** -24
-#: Route judgment (see route_of): the gradient's spectrum must spread at least this much for a verdict...
+#: The route observed (see route_of; information in the table and the diagnosis, it decides no hypothesis: (3) is
+#: judged by rerunning the factory, _optimizer_diagnosis.routed): the gradient's spectrum must spread at least this
+#: much for a verdict...
 SPREAD_DECIDABLE = 3.0
 #: ...and an NS update spreads at most this much: the quintic NS leaves every singular value above 1/480
 #: of the largest (a = 3.4445 per step, five steps: 3.44^5 > 480) inside Keller's band [0.68, 1.13],

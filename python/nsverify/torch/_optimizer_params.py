@@ -266,5 +266,7 @@ class _ShardParam(Param):
 
 
 def stale_heads(spec_fields, parent):
-    """Hypothesis (4)'s spec: a shard's own shape but the full model's head count and head geometry."""
-    return dict(spec_fields, heads=parent.heads, kv_heads=parent.kv_heads or parent.heads, head_dim=parent.head_dim)
+    """Hypothesis (4)'s spec: a shard's own shape but the full model's head count and head geometry (`fused`
+    kept: a fused QKV shard's stale count is the fused matrix's heads + 2 kv_heads)."""
+    return dict(spec_fields, heads=parent.heads, kv_heads=parent.kv_heads or parent.heads, head_dim=parent.head_dim,
+                fused=parent.fused)
