@@ -3,8 +3,9 @@
 # CSV/JSON data and report.json, then the figures (tools/plot_report.py, matplotlib) and
 # README.md rendered from report.json (tools/report/render_report.py, Jinja2); Dao-AILab's Gram
 # stress test (--only gram_stress); then reports/mpi/
-# (tools/mpi_orders.sh); then reports/python/ (python/report/write_report.py) and reports/torch/
-# (python/report/write_torch_report.py, where torch imports).
+# (tools/mpi_orders.sh); then reports/python/ (python/report/write_report.py), reports/torch/
+# (python/report/write_torch_report.py) and reports/optimizers/ (python/report/write_optimizer_report.py),
+# these two where torch imports.
 # Extra arguments go to `nsv report` (e.g. --quick, --out-dir DIR).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,4 +29,9 @@ if [ $# -eq 0 ]; then PYTHONPATH="$build/python" /usr/bin/python3 "$repo/python/
 # (about 4 minutes), where Debian's interpreter imports torch.
 if [ $# -eq 0 ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
   PYTHONPATH="$build/python" /usr/bin/python3 "$repo/python/report/write_torch_report.py" --out "$repo/reports/torch"
+fi
+# nsverify.torch.check_optimizer on the optimizer catalogue (examples/optimizers) and the seed's figure
+# reproduced -> reports/optimizers/, where Debian's interpreter imports torch.
+if [ $# -eq 0 ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  PYTHONPATH="$build/python" /usr/bin/python3 "$repo/python/report/write_optimizer_report.py" --out "$repo/reports/optimizers"
 fi

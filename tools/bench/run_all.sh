@@ -13,6 +13,10 @@
 #   STAGES="bench torch sweep memory accuracy overhead" (default: all) reruns only some stages, keeping the other
 #   stages' result files, then rewrites the report; STAGES=layer (never in the default: about 18
 #   minutes) runs the checks once per property at Llama-3-8B's MLP shape 4096x14336, and REF's floor there.
+#   STAGES=optimizer (never in the default) times one nsverify.torch.check_optimizer of the gather Muon on a tiny
+#   Llama layer (tp 2, 3 steps, median of 5) with nsverify's own share beside the optimizer's
+#   (tools/bench/optimizer_check.py); OPTIMIZER_LAYER=1 adds one check on Llama-3-8B's layer shapes (tp 2, 1 step:
+#   long, its time in reports/performance.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build-perf}
@@ -139,6 +143,18 @@ PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/nsverify_overhe
 rm -f "$OUT/ref_floor_layer.json"
 PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/ref_floor.py --shapes 4096x14336 --repeat 1 \
   --json "$OUT/ref_floor_layer.json"
+fi
+
+if has optimizer; then
+echo "== check_optimizer: its wall time, nsverify's share beside the optimizer's (tools/bench/optimizer_check.py)"
+rm -f "$OUT/optimizer_check.json" "$OUT/optimizer_check.skipped"
+if $PY -c 'import torch' 2>/dev/null; then
+  layer=()
+  if [ "${OPTIMIZER_LAYER:-0}" = 1 ]; then layer=(--layer); fi
+  PYTHONPATH="$BUILD/python" $PY tools/bench/optimizer_check.py --repeat 5 "${layer[@]}" --json "$OUT/optimizer_check.json"
+else
+  echo "python3-torch not importable by $PY: check_optimizer not timed" | tee "$OUT/optimizer_check.skipped"
+fi
 fi
 
 echo "== report"

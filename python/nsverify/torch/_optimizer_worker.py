@@ -136,8 +136,10 @@ def run_job(torch, dist, job, groups, load):
         ctx._names[id(p)] = e["spec"]["name"]
         named.append((e["spec"]["name"], p))
     recorder = _worker.Recorder(dist)
+    start = time.perf_counter()
     with recorder:
         opt = load(job["factory"])(list(named), ctx)
+    setup_s = time.perf_counter() - start  # the factory's time (tools/bench/optimizer_check.py reads it)
     if not (callable(getattr(opt, "step", None)) and callable(getattr(opt, "zero_grad", None))):
         raise RunError(f"make_optimizer returned {type(opt).__name__}, which has no step() and zero_grad()")
     setup_calls, steps = recorder.calls, []
@@ -147,6 +149,7 @@ def run_job(torch, dist, job, groups, load):
         for (_, p), g in zip(named, grads):
             p.grad = g.clone()
         recorder = _worker.Recorder(dist)
+        start = time.perf_counter()
         with recorder:
             if job.get("double_step"):  # hypothesis (8): the state advanced twice, the weights once
                 saved = [p.detach().clone() for _, p in named]
@@ -156,6 +159,7 @@ def run_job(torch, dist, job, groups, load):
                         p.copy_(w)
                         p.grad = g.clone()
             opt.step()
+        step_s = time.perf_counter() - start  # the optimizer's step() alone, collectives included
         values, state = {}, {}
         for (name, p), e in zip(named, job["entries"]):
             if tuple(p.shape) != tuple(e["init"].shape):
@@ -163,8 +167,8 @@ def run_job(torch, dist, job, groups, load):
                                f"{tuple(e['init'].shape)} (the optimizer replaced the parameter's data)")
             values[name] = read(torch, p)
             state[name] = state_tensors(torch, opt, p)
-        steps.append(dict(values=values, state=state, calls=recorder.calls))
-    return dict(kind="ok", steps=steps, setup_calls=setup_calls,
+        steps.append(dict(values=values, state=state, calls=recorder.calls, step_s=step_s))
+    return dict(kind="ok", steps=steps, setup_calls=setup_calls, setup_s=setup_s,
                 calls=[c for step in steps for c in step["calls"]])
 
 

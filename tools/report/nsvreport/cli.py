@@ -7,6 +7,7 @@ is measured here):
   python3 tools/report mpi [DIR]                    reports/mpi/README.md from allreduce_orders.json
   python3 tools/report python [DIR]                 reports/python/README.md from results.json (+ overhead.json)
   python3 tools/report torch [DIR]                  reports/torch/README.md from results.json
+  python3 tools/report optimizers [DIR]             reports/optimizers/README.md from optimizers.json
   python3 tools/report mutation [--results ...]     reports/mutation.md and mutation_handwritten.md from results.jsonl
   python3 tools/report compare OLD_DIR NEW_DIR      two report folders, timings ignored (prints differences)
 
@@ -25,6 +26,7 @@ COMMANDS = {
     "mpi": ("mpi", "reports/mpi/README.md from allreduce_orders.json"),
     "python": ("python_checks", "reports/python/README.md from results.json"),
     "torch": ("torch_checks", "reports/torch/README.md from results.json (nsverify.torch's checks)"),
+    "optimizers": ("optimizer_checks", "reports/optimizers/README.md from optimizers.json (check_optimizer's catalogue)"),
     "mutation": ("mutation", "reports/mutation.md and reports/mutation_handwritten.md from the sampler's results"),
     "compare": ("compare", "compare two report folders, timings ignored"),
 }

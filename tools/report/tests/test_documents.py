@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 REPORTS = REPO / "reports"
 sys.path.insert(0, str(REPO / "tools" / "report"))
-from nsvreport import core, mpi, mutation, performance, python_checks, readme, torch_checks  # noqa: E402
+from nsvreport import core, mpi, mutation, optimizer_checks, performance, python_checks, readme, torch_checks  # noqa: E402
 
 
 def committed(name):
@@ -45,6 +45,18 @@ def test_torch_report_renders_as_committed():
 @pytest.mark.skipif(not (REPORTS / "torch" / "results.json").exists(), reason="reports/torch not generated")
 def test_torch_report_names_no_machine_path():
     for name in ("torch/README.md", "torch/results.json"):
+        text = committed(name)
+        assert str(REPO) not in text and "/home/" not in text and "/tmp/" not in text, name
+
+
+@pytest.mark.skipif(not (REPORTS / "optimizers" / "optimizers.json").exists(), reason="reports/optimizers not generated")
+def test_optimizer_report_renders_as_committed():
+    assert optimizer_checks.render(str(REPORTS / "optimizers")) == committed("optimizers/README.md")
+
+
+@pytest.mark.skipif(not (REPORTS / "optimizers" / "optimizers.json").exists(), reason="reports/optimizers not generated")
+def test_optimizer_report_names_no_machine_path():
+    for name in ("optimizers/README.md", "optimizers/optimizers.json"):
         text = committed(name)
         assert str(REPO) not in text and "/home/" not in text and "/tmp/" not in text, name
 
@@ -101,6 +113,18 @@ def test_performance_report_judges_the_check_at_a_layers_shape(tmp_path, monkeyp
     assert "| (g) checker's own time ≤ the callable's, every property, 4096x14336 | 2 of 2 properties (worst 0.84x) | **MET** |" in text
 
 
+def test_performance_report_shows_the_optimizer_check_where_measured(tmp_path, monkeypatch):
+    (tmp_path / "machine.json").write_text('{"model": "m", "cores": "1", "family": "f", "cpu_model": "c"}')
+    monkeypatch.chdir(tmp_path)
+    assert "check_optimizer" not in performance.render(".")  # the optional stage `optimizer` not run: no section
+    row = dict(case="tiny", verdict="PASS", runs=3, wall_s=2.5, optimizer_s=0.5, optimizer_step_s=0.25, nsverify_s=2.0,
+               nsverify_share=0.8, pool_start_s=1.0, in_runs_other_s=0.5, between_runs_s=0.5, repeat=5, first_wall_s=4.0)
+    (tmp_path / "optimizer_check.json").write_text(json.dumps([row, dict(row, case="layer", repeat=1)]))
+    text = performance.render(".")
+    assert "| tiny (median of 5) | PASS | 3 | 2.50 | 4.00 | 0.50 (0.25) | 2.00 | 80% | 1.00 | 0.50 | 0.50 |" in text
+    assert "| layer | PASS | 3 | 2.50 | 4.00 |" in text
+
+
 def test_number_filters_write_unmeasured_figures_as_na():
     assert core.fixed(None) == core.general(None, 3) == core.times(None) == "n/a"
     assert core.fixed(1.25, 1) == "%.1f" % 1.25 and core.general(0.000123456, 3) == "%.3g" % 0.000123456
@@ -146,7 +170,8 @@ def test_shims_keep_the_old_script_paths(tmp_path):
     assert out.returncode == 0 and "0 difference(s)" in out.stdout, out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("command", ["readme", "figures", "performance", "mpi", "python", "mutation", "compare"])
+@pytest.mark.parametrize("command", ["readme", "figures", "performance", "mpi", "python", "optimizers", "mutation",
+                                     "compare"])
 def test_every_command_has_help(command):
     out = subprocess.run([sys.executable, str(REPO / "tools" / "report"), command, "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "usage: tools/report " + command in out.stdout, out.stdout + out.stderr
