@@ -155,10 +155,10 @@ def catalogue_section():
 
 
 def spectrum(seed, name, shape):
-    """The spectrum check_optimizer drew for this parameter's gradient at draw 0, step 1 (gaussian, power_law or
-    low_rank: _optimizer_grads.random_gradient's first draw from the same generator); None for a vector."""
-    from nsverify.torch._optimizer_grads import SPECTRA, _rng
-    return SPECTRA[_rng(seed, 0, 1, name, 0).integers(len(SPECTRA))] if len(shape) == 2 else None
+    """The spectrum kind check_optimizer drew for this parameter's gradient at draw 0, step 1 (its first draw from
+    the same generator: _optimizer_grads.gradient_spectrum); None for a vector."""
+    from nsverify.torch._optimizer_grads import _rng, gradient_spectrum
+    return gradient_spectrum(_rng(seed, 0, 1, name, 0))["kind"] if len(shape) == 2 else None
 
 
 def per_shard_muon_diagnosis():

@@ -9,6 +9,7 @@
 #include "arrays.hpp"
 #include "generators/matrices.hpp"
 #include "generators/tiers.hpp"
+#include "kernel_catalogue.hpp"
 #include "nsv/invalid_field.hpp"
 
 namespace nsv::python {
@@ -34,9 +35,11 @@ Spectrum spectrum_from(const py::dict& d) {
   return s;
 }
 
+// The sizes the checks draw or pin (kernel_catalogue.hpp: kMaxPinnedElements, Llama-3-8B's MLP fits).
 Shape shape_from(std::int64_t rows, std::int64_t cols) {
-  if (rows < 1 || cols < 1 || rows > 4096 || cols > 4096)
-    throw InvalidField("shape", "sides must be between 1 and 4096, got " + std::to_string(rows) + "x" + std::to_string(cols));
+  if (rows < 1 || cols < 1 || rows > 65536 || cols > 65536 || rows * cols > checks::kMaxPinnedElements)
+    throw InvalidField("shape", "must be two sides between 1 and 65536 with at most 2^26 elements, got " +
+                                    std::to_string(rows) + "x" + std::to_string(cols));
   return Shape{rows, cols, ShapeKind::square};  // the kind does not enter the values
 }
 

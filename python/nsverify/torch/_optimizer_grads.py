@@ -2,19 +2,20 @@
 gradient each step hands it, drawn once by the checker for full tensors, so that the TP run, the tp = 1
 reference and every hypothesis see the same bits (every difference then belongs to the optimizer).
 
-"random" draws a spectrum per (step, parameter) as the property generators do (gaussian entries, a
-power-law spectrum, a low-rank product), from a numpy Generator seeded by (seed, draw, step, the name's
-CRC-32, DP rank): a parameter's inputs do not depend on which other parameters are in the run, which is
-what lets replay and shrinking rerun one parameter alone. Under DP each DP rank's gradient is drawn
-apart, and the gradient handed to the optimizer is their mean (what ZeRO's and FSDP's reduce-scatter
-leave), computed in float64 from the float32 gradients and rounded to float32 once.
+"random" draws a spectrum per (step, parameter) with the property generators' rules (their kinds, weights and
+parameters: gaussian, low rank, power law, ill-conditioned) and has the library build the matrix from a seed
+(nsverify's make_matrix: the suite's seeded structure, the generator of its layer-sized matrices); the draws
+come from a numpy Generator seeded by (seed, draw, step, the name's CRC-32, DP rank): a parameter's inputs do
+not depend on which other parameters are in the run, which is what lets replay and shrinking rerun one
+parameter alone. Under DP each DP rank's gradient is drawn apart, and the gradient handed to the optimizer
+is their mean (what ZeRO's and FSDP's reduce-scatter leave), computed in float64 from the float32 gradients and rounded to float32 once.
 """
 
 import zlib
 
 import numpy as np
 
-SPECTRA = ("gaussian", "power_law", "low_rank")
+from .. import _nsverify as _core
 
 
 def _rng(seed, draw, step, name, dp_rank):
@@ -29,22 +30,26 @@ def initial_weights(param, seed, draw):
     return (rng.standard_normal(param.shape) / np.sqrt(param.shape[1])).astype(np.float32)
 
 
+def gradient_spectrum(rng):
+    """A gradient's spectrum, drawn with the property generators' rules (checks/generators/matrices.hpp, read
+    through the library): a kind by their weights (integer-valued matrices left out: no gradient is one), its
+    rank, alpha and condition in their ranges, unscaled."""
+    rules = _core.generator_rules(8)
+    kinds = [(k, w) for k, w in rules["spectrum_weights"] if k != "integer_valued"]
+    weights = np.array([w for _, w in kinds], dtype=np.float64)
+    kind = kinds[rng.choice(len(kinds), p=weights / weights.sum())][0]
+    low, high = rules["alpha_tenths"]
+    return dict(kind=kind, rank=int(rng.integers(1, rules["max_rank"] + 1)), alpha=int(rng.integers(low, high + 1)) / 10,
+                log10_condition=int(rng.integers(1, rules["max_log10_condition"] + 1)), scale_exponent=0)
+
+
 def random_gradient(shape, rng):
-    """One gradient: which spectrum is drawn too. power_law: U diag(i^-1.5) V^T (orthonormal U, V from QR of
-    gaussians); low_rank: a product of gaussians of rank max(1, min(shape) // 4)."""
+    """One gradient: a vector of standard normals, or a matrix of a drawn spectrum built by the library from a
+    drawn seed (float32 values)."""
     if len(shape) == 1:
         return rng.standard_normal(shape)
-    kind = SPECTRA[rng.integers(len(SPECTRA))]
-    rows, cols = shape
-    k = min(rows, cols)
-    if kind == "gaussian":
-        return rng.standard_normal(shape)
-    if kind == "power_law":
-        u = np.linalg.qr(rng.standard_normal((rows, k)))[0]
-        v = np.linalg.qr(rng.standard_normal((cols, k)))[0]
-        return (u * np.arange(1, k + 1) ** -1.5) @ v.T * np.sqrt(rows * cols)
-    r = max(1, k // 4)
-    return rng.standard_normal((rows, r)) @ rng.standard_normal((r, cols)) / np.sqrt(r)
+    spectrum = gradient_spectrum(rng)
+    return _core.make_matrix(int(shape[0]), int(shape[1]), spectrum, seed=int(rng.integers(0, 1 << 63)))
 
 
 def gradient(grads, param, seed, draw, step, dp):
