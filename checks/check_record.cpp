@@ -223,6 +223,9 @@ std::vector<CheckField> optimizer_fields() {
   f.push_back(choice<TpClaim>("claim", name_json(TpClaim::exact), "what the optimizer promises: exact, rounding or none"));
   f.push_back(callable("reference", "tp1", {"tp1"}, "tp1 (the same factory at tp = 1) or a second factory"));
   f.push_back(boolean("compare_state", true, "also compare every state tensor of the shard's shape (momentum buffers)"));
+  f.push_back(choice<Strategy>("strategy", nullptr,
+                               "the TP strategy the optimizer runs: each step's collectives beside the cost model's plan",
+                               true));
   f.push_back(integer("world_size", nullptr, 1, 4096,
                       "the processes (None: tp x dp); under an external launcher, the launcher's world", true));
   add_ranks(f, 60.0);

@@ -155,7 +155,7 @@ def zero_width(result):
 @pytest.mark.parametrize("tp", [2, 3])
 def test_gather_muon_is_exact_on_uneven_and_zero_width_autotp_shards(tp):
     result = nt.check_optimizer(megatron_gather_muon if tp == 2 else gather_muon, layer(), tp=tp, steps=2,
-                                layout="megatron" if tp == 2 else "plain")
+                                layout="megatron" if tp == 2 else "plain", strategy="gather")
     assert result, str(result)
     assert result.verdict == "PASS" and not result.diagnosis
     control = result.negative_control
@@ -167,7 +167,14 @@ def test_gather_muon_is_exact_on_uneven_and_zero_width_autotp_shards(tp):
     assert all(r["bit_identical"] and r["state_identical"] for r in result.records)
     steps = result.collectives_summary()["tp"][0]
     assert set(steps) == {1, 2} and all("all_gather" in calls for calls in steps.values()), steps
+    # beside the cost model: one all-gather per TP-split Muon matrix per step, as the gather strategy plans it
+    assert result.plan["equal"] and result.plan["planned"][0] == {"all_gather": 7}, result.plan
     assert rank_processes() == []
+
+
+def test_a_strategy_plan_is_refused_on_a_mesh():
+    with pytest.raises(ValueError, match="strategy= compares each step's TP collectives"):
+        nt.check_optimizer(gather_muon, layer(), tp=2, dp=2, strategy="gather")
 
 
 @pytest.mark.parametrize("partition", ["zero", "fsdp"])

@@ -14,6 +14,7 @@ from .._results import PropertyResult
 from ._optimizer_compare import compare_step, lr_wd, ns_part, observed_route, rounding_bound, ulp_self_test
 from ._optimizer_diagnosis import diagnose
 from ._optimizer_grads import gradient, initial_weights
+from ._optimizer_plan import compare_with_plan
 from ._optimizer_params import Param, Plan, layout_of, params_list, per_shard_params
 from ._optimizer_result import OptimizerCheckResult, collectives_of
 from ._optimizer_runs import Inputs, PoolExecutor, Run, jobs
@@ -46,6 +47,10 @@ class Settings:
         self.layout, self.steps, self.grads, self.claim = s["layout"], s["steps"], s["grads"], s["claim"]
         self.reference = make_optimizer if s["reference"] == "tp1" else s["reference"]
         self.compare_state = s["compare_state"]
+        self.strategy = s["strategy"]
+        if self.strategy and s["dp"] is not None:
+            raise ValueError("strategy= compares each step's TP collectives with one-axis plans of the cost model; with "
+                             "dp= the DP stage's are mixed in: leave strategy unset (the mesh plans: nsv audit --dp)")
         self.world_size = self.tp * (self.dp or 1)
         if s["world_size"] is not None and s["world_size"] != self.world_size:
             raise ValueError(f"world_size must be tp x dp = {self.world_size} (or None), got {s['world_size']}")
@@ -290,7 +295,7 @@ def check_optimizer(make_optimizer, params, *, tp=_D["tp"], dp=_D["dp"], dp_part
                     compare_state=_D["compare_state"], world_size=_D["world_size"], timeout=_D["timeout"], seed=_D["seed"],
                     max_success=_D["max_success"], replay=_D["replay"], kernel=_D["kernel"], ns_steps=_D["ns_steps"],
                     dtype=_D["dtype"], accumulate=_D["accumulate"], products=_D["products"], coeffs=_D["coeffs"],
-                    restart_at=_D["restart_at"], backend=_D["backend"], threads=_D["threads"], _executor=None):
+                    restart_at=_D["restart_at"], backend=_D["backend"], threads=_D["threads"], strategy=None, _executor=None):
     """Check a whole Muon optimizer on real TP (x DP) gloo ranks against the same optimizer at tp = 1.
 
     make_optimizer(named_params, ctx) -> torch.optim.Optimizer (or any object with step() and zero_grad())
@@ -355,6 +360,9 @@ def check_optimizer(make_optimizer, params, *, tp=_D["tp"], dp=_D["dp"], dp_part
     kernel, ns_steps, dtype, accumulate, products, coeffs, restart_at  the NS your optimizer runs (nsverify's
             knobs, the record's defaults): used only by claim="rounding"'s bound.
     backend the torch.distributed backend ("gloo"). threads: torch threads per rank (1: reproducible bits).
+    strategy  the TP strategy the optimizer runs, if it says ("gather", "owner", "gram_allreduce", ...): each step's
+            collectives of every TP rank beside the cost model's plan of it, summed over the TP-split Muon
+            parameters (``result.plan``; refused with dp=). None: the collectives are recorded, not compared.
 
     Each failing parameter is diagnosed by rerunning the factory at tp = 1 on transformed inputs: per-shard NS
     with local-shape scale, whole-matrix NS with local-shape scale, routed to the other group, stale head
@@ -409,6 +417,8 @@ def check_optimizer(make_optimizer, params, *, tp=_D["tp"], dp=_D["dp"], dp_part
     result = OptimizerCheckResult(subject, prop, S.claim, reason, case.rows, case.records, diagnosis,
                                   dict(tp=collectives_of(case.tp_run), reference=collectives_of(case.ref_run)), nc, env,
                                   case.replay if failed else None, case.fault)
+    if S.strategy:
+        result.plan = compare_with_plan(S.strategy, case.params, S.tp, collectives_of(case.tp_run), S.knobs)
     result.seed = S.seed
     return result
 

@@ -24,6 +24,8 @@ class OptimizerCheckResult(CheckResult):
                      comparison engine's 1-ULP self-test
     environment      torch, backend, tp, dp, worlds, time limit, draws, failed runs, ...
     replay           pass as replay= to rerun the reported (failing, shrunk) case; fault: a rank fault's message
+    plan             with strategy=: each step's TP collectives per rank beside the cost model's plan
+                     (_optimizer_plan.compare_with_plan); None otherwise
     """
 
     def __init__(self, subject, prop, claim, reason, parameters, records, diagnosis, collectives, negative_control,
@@ -33,6 +35,7 @@ class OptimizerCheckResult(CheckResult):
         self.parameters, self.records, self.diagnosis = parameters, records, diagnosis
         self.collectives, self.negative_control, self.environment = collectives, negative_control, environment
         self.replay, self.fault = replay, fault
+        self.plan = None
 
     def collectives_summary(self):
         """{world: {rank: {step: "all_gather x2, ..."}}}: each rank's calls per step by kind."""
@@ -89,6 +92,13 @@ class OptimizerCheckResult(CheckResult):
         for world, ranks in self.collectives_summary().items():
             for r, steps in ranks.items():
                 lines.append(f"{world} rank {r} collectives: " + "; ".join(f"step {s}: {c}" for s, c in steps.items()))
+        if self.plan:
+            plan = self.plan
+            planned = "; ".join(f"rank {r}: " + (", ".join(f"{k} x{v}" for k, v in c.items()) or "none")
+                                for r, c in enumerate(plan["planned"]))
+            lines.append(f"cost model ({plan['strategy']}): every step {'equal to' if plan['equal'] else 'NOT equal to'} "
+                         f"the plan per step ({planned})" + (f"; not planned: {', '.join(plan['left_out'])}"
+                                                             if plan["left_out"] else ""))
         env = self.environment
         lines.append(f"environment: torch {env.get('torch')}, {env.get('backend')}, tp {env.get('tp')} x dp "
                      f"{env.get('dp') or 1} ({env.get('world_size')} ranks), reference world {env.get('reference_world')}, "
@@ -104,7 +114,7 @@ class OptimizerCheckResult(CheckResult):
         d = super().to_dict()
         d.update(claim=self.claim, reason=self.reason, parameters=self.parameters, records=self.records,
                  diagnosis=self.diagnosis, collectives=self.collectives, negative_control=self.negative_control,
-                 environment=self.environment, replay=self.replay, fault=self.fault)
+                 environment=self.environment, replay=self.replay, fault=self.fault, plan=self.plan)
         non_finite = []
         d = _safe(d, "", non_finite)
         d["non_finite"] = non_finite
