@@ -101,10 +101,10 @@ def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], 
     return run_kernel_check(NumpyKernel(fn, cfg.steps), _name(fn), s, cfg)
 
 
-def given_settings(arguments, restart_at):
-    """A check's arguments as its record's settings: every argument but the implementation, the
-    restart list in the record's text form."""
-    return {k: v for k, v in arguments.items() if k != "fn"} | dict(restart_at=restart_text(restart_at))
+def given_settings(arguments, restart_at, not_settings=("fn",)):
+    """A check's arguments as its record's settings: every argument but the implementation under test (and
+    the other `not_settings`), the restart list in the record's text form."""
+    return {k: v for k, v in arguments.items() if k not in not_settings} | dict(restart_at=restart_text(restart_at))
 
 
 def _name(fn):

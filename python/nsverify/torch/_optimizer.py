@@ -7,9 +7,9 @@ import re
 import numpy as np
 
 from .. import _args
-from .._kernel import _name
+from .._kernel import _name, given_settings
 from .._records import DEFAULT_SEED, DEFAULTS, settings
-from .._reference import config as _config, restart_text
+from .._reference import config as _config
 from .._results import PropertyResult
 from ._optimizer_compare import compare_step, lr_wd, ns_part, observed_route, rounding_bound, ulp_self_test
 from ._optimizer_diagnosis import diagnose
@@ -376,9 +376,9 @@ def check_optimizer(make_optimizer, params, *, tp=_D["tp"], dp=_D["dp"], dp_part
     per-parameter table, .records per (parameter, step), .diagnosis, .collectives (per world, rank and step),
     .negative_control, .environment, .replay, .to_dict().
     """
-    given = {k: v for k, v in locals().items() if k not in ("make_optimizer", "params", "_executor")}
+    given = given_settings(locals(), restart_at, not_settings=("make_optimizer", "params", "_executor"))
     import torch
-    S = Settings(make_optimizer, params, dict(given, restart_at=restart_text(restart_at)))
+    S = Settings(make_optimizer, params, given)
     ex = _executor or PoolExecutor(S.factory, S.tp, S.dp, S.backend, S.timeout, S.threads)
     try:
         case, statuses = _run_cases(S, ex)

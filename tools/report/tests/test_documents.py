@@ -37,27 +37,23 @@ def test_python_report_renders_as_committed():
     assert python_checks.render(str(REPORTS / "python")) == committed("python/README.md")
 
 
-@pytest.mark.skipif(not (REPORTS / "torch" / "results.json").exists(), reason="reports/torch not generated")
-def test_torch_report_renders_as_committed():
-    assert torch_checks.render(str(REPORTS / "torch")) == committed("torch/README.md")
+#: The reports written by the Python layer's checks: (renderer, folder, its data file).
+CHECK_REPORTS = [(torch_checks, "torch", "results.json"), (optimizer_checks, "optimizers", "optimizers.json")]
 
 
-@pytest.mark.skipif(not (REPORTS / "torch" / "results.json").exists(), reason="reports/torch not generated")
-def test_torch_report_names_no_machine_path():
-    for name in ("torch/README.md", "torch/results.json"):
-        text = committed(name)
-        assert str(REPO) not in text and "/home/" not in text and "/tmp/" not in text, name
+@pytest.mark.parametrize("renderer, folder, data", CHECK_REPORTS, ids=[r[1] for r in CHECK_REPORTS])
+def test_check_report_renders_as_committed(renderer, folder, data):
+    if not (REPORTS / folder / data).exists():
+        pytest.skip(f"reports/{folder} not generated")
+    assert renderer.render(str(REPORTS / folder)) == committed(f"{folder}/README.md")
 
 
-@pytest.mark.skipif(not (REPORTS / "optimizers" / "optimizers.json").exists(), reason="reports/optimizers not generated")
-def test_optimizer_report_renders_as_committed():
-    assert optimizer_checks.render(str(REPORTS / "optimizers")) == committed("optimizers/README.md")
-
-
-@pytest.mark.skipif(not (REPORTS / "optimizers" / "optimizers.json").exists(), reason="reports/optimizers not generated")
-def test_optimizer_report_names_no_machine_path():
-    for name in ("optimizers/README.md", "optimizers/optimizers.json"):
-        text = committed(name)
+@pytest.mark.parametrize("renderer, folder, data", CHECK_REPORTS, ids=[r[1] for r in CHECK_REPORTS])
+def test_check_report_names_no_machine_path(renderer, folder, data):
+    if not (REPORTS / folder / data).exists():
+        pytest.skip(f"reports/{folder} not generated")
+    for name in ("README.md", data):
+        text = committed(f"{folder}/{name}")
         assert str(REPO) not in text and "/home/" not in text and "/tmp/" not in text, name
 
 
