@@ -78,11 +78,13 @@ def _names(text):
     return [n for n in text.split(",") if n]
 
 
-def _settings_flags(p):
-    """One flag per setting of any check record, its type, choices and help from the record; its default
-    None, so that a check given no flag takes its own record's default (listed in the help)."""
+def settings_flags(p, kinds=None):
+    """One flag per setting of the check records `kinds` (None: every one), its type, choices and help from the
+    record; its default None, so that a check given no flag takes its own record's default (listed in the help)."""
     by_name = {}
     for kind, fields in FIELDS.items():
+        if kinds is not None and kind not in kinds:
+            continue
         for name, field in fields.items():
             by_name.setdefault(name, []).append((kind, field))
     for name, entries in by_name.items():
@@ -111,7 +113,7 @@ def parser():
                         "group)); optimizer (torch): make_optimizer(named_params, ctx)")
     p.add_argument("--framework", default="numpy", choices=["numpy", "torch"],
                    help="torch: nsverify.torch's checks (tensors in --dtype on --device; tp on --world-size gloo ranks)")
-    _settings_flags(p)
+    settings_flags(p)
     optimizer = p.add_argument_group("the optimizer's parameters (--kind optimizer: one of --params and --config)")
     optimizer.add_argument("--params", metavar="FILE.json",
                            help="a JSON list of nsverify.torch.Param keywords: name, shape, split, route, heads, kv_heads, fused")

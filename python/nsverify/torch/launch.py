@@ -28,6 +28,8 @@ import datetime
 import json
 import sys
 
+from .._records import DEFAULTS, FIELDS, settings
+from ..cli import settings_flags
 from ._optimizer import run_from_cli
 from ._optimizer_worker import Loader, mesh_groups, serve
 from ._pool import RankFailure
@@ -69,26 +71,17 @@ def main(argv=None):
     src.add_argument("--params", help="a JSON file: a list of Param keyword dicts")
     src.add_argument("--config", help="a Hugging Face config.json (Param.from_config)")
     ap.add_argument("--layers", type=int, default=1)
-    ap.add_argument("--tp", type=int, required=True)
-    ap.add_argument("--dp", type=int)
-    ap.add_argument("--dp-partition", default="zero", choices=["zero", "fsdp"])
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--claim", default="exact", choices=["exact", "rounding", "none"])
-    ap.add_argument("--layout", default="plain", choices=["plain", "megatron", "deepspeed"])
-    ap.add_argument("--seed", type=int)
-    ap.add_argument("--max-success", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=60.0, help="the process group's timeout, seconds")
-    ap.add_argument("--backend", default="gloo")
+    settings_flags(ap, kinds=("optimizer",))
+    next(action for action in ap._actions if action.dest == "tp").required = True
     ap.add_argument("--json", action="store_true", help="print the result as JSON (rank 0)")
     a = ap.parse_args(argv)
     import torch
     import torch.distributed as dist
-    dist.init_process_group(a.backend, init_method="env://", timeout=datetime.timedelta(seconds=a.timeout))
-    ex = LaunchExecutor(torch, dist, a.tp, a.dp or 1)
-    args = dict(impl=a.impl, tp=a.tp, dp=a.dp, dp_partition=a.dp_partition, steps=a.steps, claim=a.claim, layout=a.layout,
-                max_success=a.max_success, timeout=a.timeout, backend=a.backend, _executor=ex)
-    if a.seed is not None:
-        args["seed"] = a.seed
+    given = {k: v for k, v in vars(a).items() if k in FIELDS["optimizer"] and v is not None}
+    s = DEFAULTS["optimizer"] | settings("optimizer", **given)
+    dist.init_process_group(s["backend"], init_method="env://", timeout=datetime.timedelta(seconds=s["timeout"]))
+    ex = LaunchExecutor(torch, dist, s["tp"], s["dp"] or 1)
+    args = dict(given, impl=a.impl, _executor=ex)
     args.update(dict(config=a.config, layers=a.layers) if a.config else dict(params=a.params))
     result = run_from_cli(args)
     if ex.rank == 0:
