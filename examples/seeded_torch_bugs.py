@@ -4,6 +4,7 @@ shrunk counterexample), and the rank faults check_tp must report as failed cases
 """
 
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -71,6 +72,20 @@ def rank_aborts(shard, spec, group):
     library is."""
     if spec.tp > 1 and spec.rank == 1:
         os.abort()
+    return torch_tp.gram_allreduce_update(shard, spec, group)
+
+
+def rank_exits(shard, spec, group):
+    """Rank 1 (of tp >= 2) calls sys.exit(0) before its collective, as a script's stray exit would."""
+    if spec.tp > 1 and spec.rank == 1:
+        sys.exit(0)
+    return torch_tp.gram_allreduce_update(shard, spec, group)
+
+
+def rank_os_exits(shard, spec, group):
+    """Rank 1 (of tp >= 2) calls os._exit(0) before its collective."""
+    if spec.tp > 1 and spec.rank == 1:
+        os._exit(0)
     return torch_tp.gram_allreduce_update(shard, spec, group)
 
 

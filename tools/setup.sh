@@ -10,7 +10,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(g++ cmake ninja-build pkg-config libeigen3-dev librapidcheck-dev librandom123-dev libboost-test-dev libopenblas-dev
           libcli11-dev nlohmann-json3-dev libfmt-dev libbenchmark-dev python3-numpy python3-matplotlib
           python3-jinja2 pybind11-dev python3-dev python3-pytest python3-torch libopenmpi-dev openmpi-bin
-          python3-hypothesis python3-venv python3-pip python3-setuptools)
+          python3-hypothesis python3-venv python3-pip python3-setuptools python3-cloudpickle)
 # shellcheck disable=SC2206 # a list of package names
 packages+=(${NSV_EXTRA_PACKAGES:-})
 missing=()

@@ -278,6 +278,13 @@ SweepPlan plan_sweep(const SweepSpec& spec) {
                         c.index = plan.cases.size();
                         plan.cases.push_back(c);
                       }
+  // A sweep that would run nothing is refused, not reported as "0 cases" with success.
+  if (plan.cases.empty()) {
+    std::string why;
+    for (const auto& [reason, n] : plan.skipped) why += (why.empty() ? "" : "; ") + std::to_string(n) + " x " + reason;
+    throw std::invalid_argument("every case of this sweep is inapplicable, so nothing would run (" + why +
+                                "): change the lists so that at least one case applies");
+  }
   return plan;
 }
 

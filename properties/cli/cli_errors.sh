@@ -147,6 +147,11 @@ expect_error "report --threads 0" "--threads: must be an integer between 1 and 1
 expect_error "sweep --seeds 2000000000" "--seeds: must be an integer between 1 and 100000" "$nsv" sweep --shapes 16x32 --seeds 2000000000
 expect_error "sweep --restart-at 5000" "--restart-at" "$nsv" sweep --shapes 16x32 --restart-at 5000
 expect_error "sweep --axis 2" "--axis" "$nsv" sweep --shapes 16x32 --axis 2
+# Nothing to run is an error, not "0 cases" with success; the message says why each case was skipped.
+expect_error "sweep: every case inapplicable (per_head without --heads)" "every case of this sweep is inapplicable.*per_head without --heads" \
+  "$nsv" sweep --shapes 16x32 --tp 2 --strategy per_head --out "$work/out.csv"
+expect_error "sweep --json: every case inapplicable (fused on dim 1)" "every case of this sweep is inapplicable.*AutoTP fuses column-parallel" \
+  "$nsv" sweep --shapes 16x32 --tp 2 --axis 1 --fused gate_up --json
 expect_error "sweep --fused qkv:megatron" "--fused must be one of none, qkv:glm, .*gate_up; got 'qkv:megatron'" "$nsv" sweep --shapes 24x32 --fused qkv:megatron --heads 2
 expect_error "sweep --fused qkv:glm without --heads" "--fused qkv:glm needs --heads" "$nsv" sweep --shapes 24x32 --fused qkv:glm
 expect_error "sweep --fused rows not heads" "--shapes 20x32 \\(axis 0, --fused qkv:phi3\\): 20 rows are not 8 heads" "$nsv" sweep --shapes 20x32 --fused qkv:phi3 --heads 4 --kv-heads 2

@@ -47,6 +47,7 @@ from ._kernel import check_kernel, kernel_properties
 from ._tp import Candidate, TpCheckResult, check_tp, tp_rounding_bound
 from ._assertions import CheckFailed, assert_kernel, assert_tp
 from ._deadline import CallTimeout
+from ._exits import CallExited
 
 __version__ = "0.1.0"
 
@@ -56,4 +57,5 @@ __all__ = [
     "plan_strategy", "audit", "rel_diff", "cosine", "norm_ratio", "max_abs_diff", "compare_bits",
     "singular_values", "polar_factor", "check_kernel", "kernel_properties", "check_tp", "tp_rounding_bound", "CheckResult",
     "PropertyResult", "TpCheckResult", "Candidate", "assert_kernel", "assert_tp", "CheckFailed", "CallTimeout",
+    "CallExited",
 ]

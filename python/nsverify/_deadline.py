@@ -11,6 +11,8 @@ in a daemon thread of its own, and the check stops waiting at the limit (the thr
 import signal
 import threading
 
+from ._exits import exits_refused
+
 
 class CallTimeout(Exception):
     """The user's code did not return within the check's time limit."""
@@ -22,12 +24,13 @@ def _message(seconds):
 
 
 def limited(seconds, fn, *args):
-    """fn(*args), raising CallTimeout if it runs longer than `seconds` (0: no limit)."""
+    """fn(*args), raising CallTimeout if it runs longer than `seconds` (0: no limit), and CallExited
+    (nsverify/_exits.py) if it calls sys.exit or os._exit."""
     if not seconds:
-        return fn(*args)
+        return exits_refused(fn, *args)
     if threading.current_thread() is threading.main_thread():
-        return _with_alarm(seconds, fn, args)
-    return _in_a_thread(seconds, fn, args)
+        return _with_alarm(seconds, exits_refused, (fn,) + args)
+    return _in_a_thread(seconds, exits_refused, (fn,) + args)
 
 
 def _with_alarm(seconds, fn, args):

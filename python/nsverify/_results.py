@@ -107,6 +107,7 @@ class CheckResult:
         self.seed = None                   # RapidCheck's seed of the run
         self.promise = None                # check_kernel: the preset that chose the required set
         self.counterexample_folder = None  # where the failures' arrays were saved (None: nothing failed)
+        self._reason = None                # a check's own words for its verdict (check_optimizer's)
         _notify(self)
 
     def __bool__(self):
@@ -121,6 +122,29 @@ class CheckResult:
         if not any(p.holds and p.cases_checked > 0 for p in counted):
             return "NOTHING CHECKED"
         return "PASS" if all(p.holds for p in counted) else "FAIL"
+
+    @property
+    def reason(self):
+        """Why the verdict is NOTHING CHECKED, in words (None for another verdict unless a check states its
+        reason): no property was required (and why), or each required property's cases all lay outside its
+        premise."""
+        if self._reason is not None or self.verdict != "NOTHING CHECKED":
+            return self._reason
+        counted = [p for p in self.properties if p.counts]
+        if not counted:
+            return self._why_nothing_required()
+        return "every case lay outside the premise of each required property: " + "; ".join(
+            f"{p.code} {p.name} checked {p.cases_checked} of {p.cases} cases" + (f" ({_short(p.message, 300)})" if p.message else "")
+            for p in counted)
+
+    @reason.setter
+    def reason(self, words):
+        self._reason = words
+
+    def _why_nothing_required(self):
+        left_out = [p.code for p in self.properties if p.required and p.status == "not run"]
+        return ("no required property ran" + (f" ({', '.join(left_out)} left out by properties= or replay=)" if left_out else "")
+                if self.properties else "the check asserts no property")
 
     def __getitem__(self, name):
         for p in self.properties:
@@ -140,7 +164,7 @@ class CheckResult:
         return _table(rows, ["code", "property", "promise", "required", "status", "checked/cases", "seconds"])
 
     def __str__(self):
-        parts = [f"{self.subject}: {self.verdict}", self.table()]
+        parts = [f"{self.subject}: {self.verdict}" + (f" ({self.reason})" if self.reason else ""), self.table()]
         for p in self.properties:
             if p.status in ("fails", "inconclusive", "nothing checked"):
                 parts.append(p.explain())
@@ -153,7 +177,7 @@ class CheckResult:
     __repr__ = __str__
 
     def to_dict(self):
-        return {"subject": self.subject, "holds": bool(self), "verdict": self.verdict, "seed": self.seed,
+        return {"subject": self.subject, "holds": bool(self), "verdict": self.verdict, "reason": self.reason, "seed": self.seed,
                 "promise": self.promise, "counterexamples": self.counterexample_folder,
                 "properties": [_jsonable(dataclasses.asdict(p)) for p in self.properties]}
 

@@ -9,7 +9,7 @@ from ._deadline import limited_function
 from ._kernel import given_settings
 from ._records import DEFAULT_SEED, DEFAULTS, NS_KNOBS, settings
 from ._reference import _layout, config as _config
-from ._results import CheckResult, PropertyResult, _table
+from ._results import CheckResult, PropertyResult, _short, _table
 
 
 @dataclasses.dataclass
@@ -48,6 +48,14 @@ class TpCheckResult(CheckResult):
         self.cases = cases
         first = self.candidates[0] if self.candidates else None
         self.diagnosis = first.semantics if first and first.cases and first.matched == first.cases else None
+
+    def _why_nothing_required(self):
+        failed = [c for c in self.cases if c.get("error")]
+        why = "claim='none' asserts no property: the diagnosis only"
+        if failed:
+            why += (f"; and {len(failed)} of the diagnosis' {len(self.cases)} cases did not run "
+                    f"(case {failed[0]['case']}: {_short(failed[0]['error'], 400)})")
+        return why
 
     def diagnosis_table(self):
         rows = [[c.semantics, f"{c.matched}/{c.cases}", c.bit_identical, f"{c.median_distance:.3g}",

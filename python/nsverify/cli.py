@@ -6,12 +6,14 @@
     nsv check --impl my_muon.py:make_optimizer --kind optimizer --config config.json --tp 2 [--dp 2]
 
 Exit status: 0 if every required property holds, 1 if one does not, 2 if the implementation
-cannot be loaded or run (a file that cannot be loaded, a function that is not there, a module or a
-call that exits the process, a call past --call-timeout, a bad option), 3 if nothing was checked.
+cannot be loaded or run (a file that cannot be loaded, a function that is not there, a module that
+exits at import, a process ended from C, a call past --call-timeout, a bad option), 3 if nothing
+was checked.
 
-The implementation runs in a child process that the command supervises, so that it cannot end
-the check: a module that calls sys.exit or os._exit at import, or a function that does so when
-called, is reported as such (exit 2), never as a pass. A call that runs longer than --call-timeout
+A function that calls sys.exit or os._exit fails its case, as any error does (exit 1). The
+implementation runs in a child process that the command supervises, so that nothing else can end
+the check either: a module that exits at import, or code that ends the process from C (abort, a
+crash), is reported as such (exit 2), never as a pass. A call that runs longer than --call-timeout
 seconds stops the check (exit 2); every --progress seconds the command says how many calls it
 has made.
 """
@@ -215,10 +217,6 @@ def _supervise(args, argv):
             print("nsv check: interrupted", file=sys.stderr)
             return 130
         calls, _, state = _read_progress(progress)
-        if state.startswith("exit"):
-            print(f"nsv check: error: {args.impl} called sys.exit({state[5:]}) in call {calls}: the check cannot "
-                  "run an implementation that exits; nothing was checked", file=sys.stderr)
-            return 2
         try:
             with open(result) as f:
                 return int(f.read())
@@ -226,7 +224,7 @@ def _supervise(args, argv):
             how = f"signal {-child.returncode}" if child.returncode < 0 else f"exit status {child.returncode}"
             where = f"in call {calls}" if state == "running" else "outside any call (at import or between calls)"
             print(f"nsv check: error: the implementation ended the checking process ({how}, {where}) before a "
-                  "result: os._exit, sys.exit or a crash in its code; nothing was checked", file=sys.stderr)
+                  "result: os._exit at import, an abort or a crash in its code; nothing was checked", file=sys.stderr)
             return 2
 
 
@@ -240,7 +238,7 @@ def _read_progress(path):
 
 
 class _Watched:
-    """Every call of fn recorded in the progress file; SystemExit inside fn recorded and the child ended."""
+    """Every call of fn recorded in the progress file (the parent's --call-timeout and --progress read it)."""
 
     def __init__(self, folder):
         self.fd = os.open(os.path.join(folder, "progress"), os.O_WRONLY)
@@ -255,12 +253,9 @@ class _Watched:
             self.calls += 1
             self.record("running")
             try:
-                out = fn(*a, **k)
-            except SystemExit as e:
-                self.record(f"exit {e.code!r}")
-                os._exit(2)
-            self.record("idle")
-            return out
+                return fn(*a, **k)
+            finally:
+                self.record("idle")
         return call
 
 

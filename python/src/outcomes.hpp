@@ -31,8 +31,7 @@ struct CallableClock {
 };
 CallableClock& callable_clock();
 
-// A Python exception that must end the whole check, not fail one case (KeyboardInterrupt,
-// SystemExit, GeneratorExit): the first one is kept here, every later call into the user's code
+// A Python exception that must end the whole check, not fail one case (KeyboardInterrupt): the first one is kept here, every later call into the user's code
 // fails at once without running it (so that RapidCheck's shrinking ends quickly), and the check
 // raises it when its property returns (rethrow_interrupt).
 void remember_interrupt(pybind11::error_already_set&& e);

@@ -14,10 +14,10 @@ namespace {
 
 std::string shape_text(std::int64_t rows, std::int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
-// The exceptions that ask the program to stop rather than report a bug in the callable.
-bool ends_the_check(const py::error_already_set& e) {
-  return e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit) || e.matches(PyExc_GeneratorExit);
-}
+// The one exception that stops the check rather than fails a case: the user's Ctrl-C. SystemExit
+// fails the case like any other error (the Python layer words it, nsverify/_exits.py): a callable
+// that exits must never end a check as if it had passed.
+bool ends_the_check(const py::error_already_set& e) { return e.matches(PyExc_KeyboardInterrupt); }
 
 // A result read back as `count` matrices of rows x cols (3-D when `three_d`), or a failed case
 // saying what came back instead.

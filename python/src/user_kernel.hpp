@@ -4,7 +4,7 @@
 // object (nsverify/_adapters.py): this class hands it float32 numpy arrays (float64 for an fp64
 // check) and reads back what it returns. The GIL is taken for each call only (the checks run with
 // it released). A Python exception, or a result of the wrong shape, fails the case (and so
-// shrinks like any other failure); KeyboardInterrupt and SystemExit end the whole check
+// shrinks like any other failure, SystemExit included); KeyboardInterrupt ends the whole check
 // (outcomes.hpp).
 #include <pybind11/pybind11.h>
 

@@ -18,6 +18,8 @@ from processes import descendants, processes, rank_processes  # noqa: E402
 @pytest.mark.parametrize("fault, words", [("rank_raises", "rank 1: raised RuntimeError: rank 1 ran out of memory"),
                                           ("rank_skips_collective", "did not answer within"),
                                           ("rank_aborts", "its process died (killed by SIGABRT)"),
+                                          ("rank_exits", "rank 1: raised CallExited: the callable called sys.exit(0)"),
+                                          ("rank_os_exits", "rank 1: raised CallExited: the callable called os._exit(0)"),
                                           ("rank_wrong_shape", "rank 1: rank_wrong_shape returned")])
 def test_a_rank_fault_is_a_failed_case_within_the_limit_and_leaves_no_process(fault, words):
     limit = 2.0

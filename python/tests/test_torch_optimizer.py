@@ -7,6 +7,7 @@ failing case; Param.from_config splits as nsv audit does.
 The optimizers under test are defined here: Newton-Schulz in float32 (Keller Jordan's quintic, 5 steps,
 X / (||X|| + 1e-7), transposed when tall), so that exactness is a property of the communication."""
 import math
+import sys
 import time
 
 import numpy as np
@@ -128,6 +129,8 @@ class _Faulty(Muon):
         if self.ctx.tp_rank == 1 and not self.ctx.is_reference:
             if self.fault == "hang":
                 time.sleep(3600)
+            if self.fault == "exit":
+                sys.exit(0)
             raise RuntimeError("rank 1 ran out of memory")
         return super().step()
 
@@ -135,6 +138,12 @@ class _Faulty(Muon):
 def hangs_in_step(named, ctx):
     opt = _Faulty(named, ctx, whole=True)
     opt.fault = "hang"
+    return opt
+
+
+def exits_in_step(named, ctx):
+    opt = _Faulty(named, ctx, whole=True)
+    opt.fault = "exit"
     return opt
 
 
@@ -225,7 +234,8 @@ def test_single_device_muon_at_tp_1_checks_nothing():
 
 
 @pytest.mark.parametrize("factory, words", [(raises_in_step, "RuntimeError: rank 1 ran out of memory"),
-                                            (hangs_in_step, "did not answer within")])
+                                            (hangs_in_step, "did not answer within"),
+                                            (exits_in_step, "CallExited: the callable called sys.exit(0)")])
 def test_a_rank_fault_in_step_fails_within_the_limit_and_leaves_no_process(factory, words):
     limit = 3.0
     start = time.monotonic()

@@ -328,6 +328,10 @@ def check_optimizer(make_optimizer, params, *, tp=_D["tp"], dp=_D["dp"], dp_part
             weight: tensor_model_parallel, ds_is_replaced_module, gather_params, _tp_partition), or a callable
             (full: torch.Tensor, spec, ctx) -> nn.Parameter holding this rank's shard or piece (its shape and
             values are checked). "dtensor" is refused: DTensor needs torch >= 2.
+            make_optimizer, a reference factory and a layout callable reach the ranks as check_tp's fn does: by
+            reference from a module the ranks import, else by value (cloudpickle: a factory or class defined in
+            a script's, a notebook's or a REPL's __main__, a lambda, a closure); __main__ is never re-run on a rank,
+            and what cannot be sent (a closure over a lock, an open file) is a RankStartError saying what to change.
     steps   optimizer steps per run (1..1000).
     grads   "random": per (step, parameter) a seeded gaussian, power-law or low-rank gradient (float32); or a
             callable grads(step, name, shape, dp_rank) -> the full gradient of DP rank dp_rank. Under DP the

@@ -14,6 +14,7 @@ import time
 import traceback
 import types
 
+from .._exits import exits_as_failures
 from . import _worker
 
 
@@ -173,11 +174,13 @@ def run_job(torch, dist, job, groups, load):
 
 
 def serve(torch, dist, job, groups, load):
-    """run_job, with whatever the user's code raised (SystemExit included: a failure, not an exit) as the reply."""
+    """run_job, with whatever the user's code raised (sys.exit and os._exit included: a failure, not an exit) as
+    the reply."""
     start = time.perf_counter()
     try:
-        return run_job(torch, dist, job, groups, load)
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - what the rank raised is the run's failure
+        with exits_as_failures():
+            return run_job(torch, dist, job, groups, load)
+    except Exception as e:  # noqa: BLE001 - what the rank raised is the run's failure
         frames = traceback.extract_tb(e.__traceback__)
         where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
         return dict(kind="raised", message=f"{type(e).__name__}: {e}{where}", calls=[],
@@ -191,7 +194,7 @@ class Loader:
         self.cache = {}
 
     def __call__(self, ref):
-        key = (ref["pickled"], ref["module"], ref["qualname"], ref["file"])
+        key = (ref["pickled"], ref["by_value"], ref["module"], ref["qualname"], ref["file"])
         if key not in self.cache:
             self.cache[key] = _worker.load_function(ref)
         return self.cache[key]

@@ -13,11 +13,19 @@ collective another rank never entered, a deadlock, a loop), a rank whose process
 inside the collective library: the others then see "connection reset"), with the tail of its
 stderr. After a failure the ranks are killed and a fresh group is started for the next case,
 unless every rank answered having issued the same collectives (nothing left in flight).
+
+The user's function reaches the ranks as function_ref sends it: by reference (each rank imports its
+module) where it lives in a module the ranks can import, by value (cloudpickle) where it does not: a
+function of __main__ (a script, a REPL, a notebook cell, standard input), a lambda, a closure. The
+caller's __main__ is never run on a rank, so a script without a main guard runs its top level once.
 """
 
 import atexit
 import contextlib
+import functools
+import importlib.util
 import inspect
+import io
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.forkserver
@@ -56,18 +64,168 @@ class RankStartError(ValueError):
 
 
 def function_ref(fn):
-    """How a rank finds the user's function: pickled if it pickles (by reference), else by module and
-    qualified name, else from its source file (nsv check --impl FILE.py:FUNC, a script's __main__)."""
+    """How a rank finds the user's callable fn (read by _worker.load_function). By reference where the rank can
+    import it: plain pickle (a module's function, a picklable object of a module's classes), else its module and
+    qualified name (a file loaded by path under its own name, nsv check --impl FILE.py:FUNC: its folder is on
+    the rank's sys.path). By value (cloudpickle: its code and what it closes over and uses) where it cannot: a
+    function of __main__ (a script, a REPL, a notebook, standard input), a lambda, a closure. A rank never runs
+    the caller's __main__. RankStartError, naming what to change, where fn can be sent neither way."""
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    ref = dict(pickled=None, by_value=None, module=module, qualname=qualname or repr(fn), file=None,
+               sys_path=list(sys.path))
     try:
-        pickled = None if getattr(fn, "__module__", None) == "__main__" else pickle.dumps(fn)
-    except Exception:  # noqa: BLE001 - the other ways are tried on the rank
-        pickled = None
+        buffer = io.BytesIO()
+        _NoMainPickler(buffer).dump(fn)
+        ref["pickled"] = buffer.getvalue()
+        return ref
+    except Exception:  # noqa: BLE001 - not by plain pickle: by name or by value
+        pass
+    if _named_in_module(fn):
+        try:
+            ref["file"] = inspect.getsourcefile(fn)
+        except TypeError:
+            pass
+        return ref
+    ref["by_value"] = _by_value(fn, _display(fn))
+    return ref
+
+
+class _NoMainPickler(pickle.Pickler):
+    """Plain pickle refusing what it would send as a reference into __main__: the ranks do not run the caller's
+    __main__, so such a reference (a function, a class, an instance of one) would not resolve there."""
+
+    def reducer_override(self, obj):
+        try:
+            in_main = getattr(obj, "__module__", None) == "__main__"
+        except Exception:  # noqa: BLE001 - an object whose attributes raise: let pickle judge it
+            in_main = False
+        if in_main:
+            raise pickle.PicklingError(f"{obj!r} is defined in __main__")
+        return NotImplemented
+
+
+def _named_in_module(fn):
+    """Whether a rank can find fn as module.qualname: a function or class named at a module's top level (or in a
+    class), its module neither __main__ nor unknown, and importable by name."""
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if not (inspect.isfunction(fn) or inspect.isclass(fn) or inspect.isbuiltin(fn)) or not module or not qualname:
+        return False
+    if module == "__main__" or "<" in qualname:  # "<locals>", "<lambda>": no name to look up
+        return False
     try:
-        source = inspect.getsourcefile(fn)
-    except TypeError:
-        source = None
-    return dict(pickled=pickled, module=getattr(fn, "__module__", None), qualname=getattr(fn, "__qualname__", repr(fn)),
-                file=source, sys_path=list(sys.path))
+        return module in sys.modules or importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _by_value(fn, name):
+    """fn pickled by value (cloudpickle); RankStartError saying what to change where it cannot be."""
+    try:
+        import cloudpickle
+    except ImportError:
+        raise RankStartError(f"{name} cannot be imported on the ranks (it is defined in __main__, or is a lambda or "
+                             f"a closure), and sending it by value needs cloudpickle: apt-get install "
+                             f"python3-cloudpickle (or pip install cloudpickle), or move {name} to a module the ranks "
+                             f"can import") from None
+    try:
+        return cloudpickle.dumps(fn)
+    except Exception as e:  # noqa: BLE001 - whatever cloudpickle refuses: the message names the culprit
+        raise RankStartError(_unsendable(fn, name, e, cloudpickle)) from e
+
+
+def _display(fn):
+    """fn's name in messages: its qualified name from its innermost defining function on, a partial's function's,
+    else its class's."""
+    if isinstance(fn, functools.partial):
+        return f"partial({_display(fn.func)})"
+    qualname = getattr(fn, "__qualname__", None)
+    return qualname.rsplit("<locals>.", 1)[-1] if qualname else f"the {_type_name(fn)} object"
+
+
+def _type_name(value):
+    t = type(value)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _held(fn):
+    """What a callable carries to the ranks by value, as (how, name, value): a function's closure, the globals its
+    code names (nested code included) and its defaults; a method's object; a partial's function and arguments;
+    another object's attributes."""
+    if inspect.ismethod(fn):
+        yield "is a method of", "", fn.__self__
+        fn = fn.__func__
+    if isinstance(fn, functools.partial):
+        yield "is a partial of", "", fn.func
+        for i, value in enumerate(fn.args):
+            yield "binds the argument", f"#{i + 1}", value
+        for var, value in fn.keywords.items():
+            yield "binds the argument", var, value
+        return
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        for var, value in getattr(fn, "__dict__", {}).items():
+            yield "has the attribute", var, value
+        return
+    for var, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            yield "closes over", var, cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            pass
+    names, codes = [], [code]
+    while codes:
+        c = codes.pop()
+        names += [n for n in c.co_names if n not in names]
+        codes += [k for k in c.co_consts if inspect.iscode(k)]
+    glob = getattr(fn, "__globals__", {})
+    for var in names:
+        if var in glob:
+            yield "uses the global", var, glob[var]
+    defaults = fn.__defaults__ or ()
+    for var, value in zip(code.co_varnames[code.co_argcount - len(defaults):code.co_argcount], defaults):
+        yield "has the default", var, value
+    for var, value in (fn.__kwdefaults__ or {}).items():
+        yield "has the default", var, value
+
+
+def _culprit(fn, cloudpickle, seen):
+    """(the callable holding it, how, name, value) of the first thing fn carries that cannot be pickled, looking
+    into the callables it carries; None where none is found."""
+    seen.add(id(fn))
+    for how, var, value in _held(fn):
+        try:
+            cloudpickle.dumps(value)
+        except Exception:  # noqa: BLE001 - this one cannot be sent: look inside a callable, else it is the culprit
+            if callable(value) and not isinstance(value, type) and id(value) not in seen:
+                deeper = _culprit(value, cloudpickle, seen)
+                if deeper:
+                    return deeper
+            return fn, how, var, value
+    return None
+
+
+_FIXES = {"closes over": "define {var} inside {holder}", "uses the global": "create {var} inside {holder}",
+          "has the default": "create {var} inside {holder}", "binds the argument": "create it inside {inner} instead",
+          "has the attribute": "create {var} inside the call", "is a method of": "use a plain function"}
+
+
+def _unsendable(fn, name, error, cloudpickle):
+    """What cannot be sent and what to change, for RankStartError."""
+    # Moving helps a function only: a method's object, a partial's arguments, an object's attributes would be
+    # pickled as they are from a module too.
+    move = f", or move {name} to a module the ranks can import" if inspect.isfunction(fn) else ""
+    found = _culprit(fn, cloudpickle, set())
+    if found is None:
+        return (f"{name} cannot be sent to the ranks by value ({type(error).__name__}: {error}): leave out of it what "
+                f"cannot be pickled{move}")
+    holder, how, var, value = found
+    inner = _display(getattr(holder, "func", holder))
+    holder = _display(holder)
+    kind = _type_name(value)
+    what = f"{holder} {how} {var} (a {kind})" if var else f"{holder} {how} a {kind}"
+    detail = "" if kind.rsplit(".", 1)[-1] in str(error) else f" ({error})"
+    via = f"{name} needs {holder}, and " if holder != name else ""
+    fix = _FIXES.get(how, "leave it out").format(var=var or "it", holder=holder, inner=inner)
+    return f"{via}{what}, which cannot be sent to the ranks{detail}: {fix}{move}"
 
 
 def _free_port():

@@ -201,6 +201,13 @@ def check_tp(fn, world_size=_T["world_size"], backend=_T["backend"], claim=_T["c
     S-untouched (claims exact and rounding): every rank's shard keeps its bits and storage, and no
     rank's result shares its shard's storage.
 
+    How fn reaches the ranks: by reference (each rank imports its module) where it lives in a module they can
+    import; by value (cloudpickle: its code and what it closes over and uses) where it does not: fn defined in
+    a script's, a notebook's or a REPL's __main__ (also `python3 - < script.py`), a lambda, a closure. The
+    caller's __main__ is never run on a rank, so a script without an `if __name__ == "__main__":` guard runs
+    its top level once. What cannot be sent (fn closing over a lock, an open file, a socket) is a
+    RankStartError, before any rank starts, naming it and saying what to change.
+
     Failures are failed cases, never a hang: a rank that raises, returns something else than a
     tensor, does not answer within `timeout` seconds (a collective another rank never entered), or
     whose process dies (an abort inside gloo), fails the case with every rank's state in the

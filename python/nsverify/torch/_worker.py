@@ -24,6 +24,8 @@ import threading
 import time
 import traceback
 
+from .._exits import exits_as_failures
+
 #: The collectives recorded while fn runs, and which argument carries the tensors this rank hands over
 #: (index, keyword): its bytes are the call's payload.
 COLLECTIVES = {
@@ -74,11 +76,18 @@ class Recorder:
 
 
 def load_function(ref):
-    """The user's function from the pool's reference: unpickled, else imported by module and qualified
-    name, else loaded from its source file (a script's __main__, `nsv check --impl FILE.py:FUNC`)."""
+    """The user's callable from the pool's reference (_pool.function_ref): sent by value (cloudpickle's bytes,
+    which pickle reads), else unpickled by reference, else imported by module and qualified name, else loaded
+    from its module's source file (a module loaded by path, `nsv check --impl FILE.py:FUNC`)."""
     for entry in ref["sys_path"]:
         if entry not in sys.path:
             sys.path.append(entry)
+    if ref["by_value"] is not None:
+        try:
+            return pickle.loads(ref["by_value"])
+        except Exception as e:  # noqa: BLE001 - a rank that cannot rebuild it: said with the reason
+            raise RuntimeError(f"cannot load {ref['qualname']} on the rank: unpickling it by value (cloudpickle): "
+                               f"{e!r}") from e
     errors = []
     if ref["pickled"] is not None:
         try:
@@ -91,7 +100,10 @@ def load_function(ref):
             module = importlib.import_module(ref["module"])
         except Exception as e:  # noqa: BLE001
             errors.append(f"import {ref['module']}: {e!r}")
-    if module is None and ref["file"]:
+    # Executing the file is importing a module here (function_ref names a file only for a module's function): a
+    # __main__ script is never executed on a rank, since its top level is the user's program (its functions travel
+    # by value).
+    if module is None and ref["file"] and ref["module"] != "__main__":
         try:
             sys.path.insert(0, os.path.dirname(os.path.abspath(ref["file"])))
             spec = importlib.util.spec_from_file_location("_nsverify_user_module", ref["file"])
@@ -139,7 +151,7 @@ def serve_case(dist, fn, rank, shard, spec, group, settings):
     recorder = Recorder(dist)
     start = time.perf_counter()
     try:
-        with recorder:
+        with recorder, exits_as_failures():
             out = fn(t, spec, group)
         result = to_numpy(out, f"rank {rank}'s result", out_dtype)
         after, changed = seen.input_after(shard, out_dtype)
