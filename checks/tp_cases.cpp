@@ -120,6 +120,37 @@ rc::Gen<TpCase> pinned_cases(const TpScope& s) {
                          });
 }
 
+// Multiples of `unit` in [lo, hi] (the smallest one at least lo when none is at most hi).
+rc::Gen<std::int64_t> multiples_of(std::int64_t unit, std::int64_t lo, std::int64_t hi) {
+  const std::int64_t first = (lo + unit - 1) / unit, last = std::max(first, hi / unit);
+  return rc::gen::map(rc::gen::inRange<std::int64_t>(first, last + 1), [unit](std::int64_t k) { return k * unit; });
+}
+
+// Even layouts, as trainings run them: tp divides the split dimension (grain 1, every rank the
+// same width) and, on a mesh, dp divides each shard's rows (every FSDP row block and every ZeRO
+// flat piece the same shape). Drawn as a branch of their own: among the other branches' draws
+// they are rare, and a bug that shows only when all pieces look alike would go unseen.
+rc::Gen<TpCase> even_cases(const TpScope& s) {
+  const std::int64_t dp = s.dp.value_or(1);
+  return rc::gen::mapcat(rc::gen::tuple(tp_degrees_of(s), shard::axes(), shard::matrix_seeds()),
+                         [s, dp](const std::tuple<int, int, std::uint64_t>& p) {
+                           const auto [tp, axis, seed] = p;
+                           // a shard's rows are its width on axis 0, every row of the matrix on axis 1
+                           const std::int64_t split_unit = tp * (axis == 0 ? dp : 1), other_unit = axis == 0 ? 1 : dp;
+                           return rc::gen::map(rc::gen::tuple(multiples_of(split_unit, s.min_side, s.max_side),
+                                                              multiples_of(other_unit, s.min_side, s.max_side)),
+                                               [=](const std::tuple<std::int64_t, std::int64_t>& sides) {
+                                                 const auto [split, other] = sides;
+                                                 shard::SplitRule rule;
+                                                 rule.dim = split;
+                                                 rule.tp = tp;
+                                                 return from_shard_case(shard::ShardCase{axis == 0 ? split : other,
+                                                                                         axis == 0 ? other : split, axis,
+                                                                                         rule, seed});
+                                               });
+                         });
+}
+
 bool equal_widths(const Layout& l) {
   const auto w = l.widths();
   return std::adjacent_find(w.begin(), w.end(), std::not_equal_to<>()) == w.end();
@@ -159,7 +190,7 @@ rc::Gen<TpCase> tp_cases(const TpScope& s) {
     if (s.fused.value_or(false)) return fused_cases(s);
     auto plain = rc::gen::map(shard::shard_cases(tp_degrees_of(s), s.min_side, s.max_side), from_shard_case);
     auto heads = rc::gen::map(shard::head_cases(tp_degrees_of(s), s.max_side), from_head_case);
-    return rc::gen::weightedOneOf<TpCase>({{4, plain}, {2, heads}, {1, fused_cases(s)}});
+    return rc::gen::weightedOneOf<TpCase>({{4, plain}, {2, heads}, {1, fused_cases(s)}, {7, even_cases(s)}});
   }();
   if (s.dp)
     any = rc::gen::map(any, [s](TpCase t) {

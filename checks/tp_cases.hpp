@@ -1,7 +1,8 @@
 #pragma once
 // The layouts a TP implementation is checked on (the sharding properties' generators: any tp,
 // both axes, the grain rule with grain 1, 64 or any, head-aligned shards with GQA, uneven and
-// zero-width ranks, fused QKV), drawn within a scope the caller sets.
+// zero-width ranks, fused QKV; and, half of the draws, even layouts: equal shards and, on a mesh,
+// equal pieces), drawn within a scope the caller sets.
 #include "drawn_sides.hpp"
 #include <rapidcheck.h>
 
