@@ -8,7 +8,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export NSV_BUILD_DIR="${NSV_ASAN_BUILD_DIR:-$repo/build-asan}"
 # Build type Instrumented: -O2 with line tables only (CMakeLists.txt says why).
-export NSV_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Instrumented -DNSV_SANITIZE=address,undefined -DNSV_WITH_CUDA=OFF"
+# The property executables (test drivers) at -O1 (CMakeLists.txt, NSV_INSTRUMENTED_TEST_OPT).
+export NSV_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Instrumented -DNSV_INSTRUMENTED_TEST_OPT=-O1 -DNSV_SANITIZE=address,undefined -DNSV_WITH_CUDA=OFF"
 # detect_leaks: LeakSanitizer too. print_stacktrace: UBSan reports say where. The suppressions
 # name third-party code only (each with its reason).
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:check_initialization_order=1"
