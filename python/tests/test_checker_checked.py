@@ -1,4 +1,4 @@
-"""The checker checked like the code it checks (issue 46, item 4): properties, not one-bug tests, for
+"""The checker checked like the code it checks: properties, not one-bug tests, for
 the classes of checker bugs that survived mutation testing.
 
 1. REF judges a kernel by the dtype it claims: a kernel computing in a coarser dtype than it claims
