@@ -19,11 +19,14 @@
 
 namespace nsv::detail {
 
-// Rows per panel of a product (GEMM, the Gram matrix's triangle): one panel up to 256 rows (the
-// products are below the parallel threshold there, and keep one call's bits), else eighths of at
-// least 128 rows: enough panels to keep a few threads busy, each a GEMM that runs at the kernel's
-// speed (one thread: 1024 x 4096 fp32 NS no slower than with one GEMM per product).
-inline Eigen::Index product_panel_rows(Eigen::Index rows) { return rows <= 256 ? rows : std::max<Eigen::Index>(128, rows / 8); }
+// Rows per panel of a product (GEMM, and the Gram matrix's panels): one panel up to 256 rows (the
+// products are below the parallel threshold there, and keep one call's bits), else halves of at
+// least 256 rows. Each panel's call packs the whole right operand again, so on one thread every
+// panel beyond the first is pure overhead (tools/bench/regression.py measures it): halves cost one
+// extra packing and still give two threads a panel each.
+inline Eigen::Index product_panel_rows(Eigen::Index rows) {
+  return rows <= 256 ? rows : std::max<Eigen::Index>(256, (rows + 1) / 2);
+}
 
 // Rows per panel of an upper triangle (panel [i0, i0 + h) x [i0, n)): one panel up to 128 rows,
 // else eighths of at least 64, so that the wasted lower part of each panel's diagonal block stays

@@ -17,6 +17,8 @@
 #   Llama layer (tp 2, 3 steps, median of 5) with nsverify's own share beside the optimizer's
 #   (tools/bench/optimizer_check.py); OPTIMIZER_LAYER=1 adds one check on Llama-3-8B's layer shapes (tp 2, 1 step:
 #   long, its time in reports/performance.md).
+#   STAGES=regression (never in the default) with REGRESSION_AGAINST=COMMIT[,COMMIT...]: tools/bench/regression.py
+#   builds those commits and times the reference's kernels of each beside this build, in one run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build-perf}
@@ -143,6 +145,14 @@ PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/nsverify_overhe
 rm -f "$OUT/ref_floor_layer.json"
 PYTHONPATH="$BUILD/python" "${USERS_THREADS[@]}" $PY tools/bench/ref_floor.py --shapes 4096x14336 --repeat 1 \
   --json "$OUT/ref_floor_layer.json"
+fi
+
+if has regression; then
+echo "== the reference beside earlier commits' builds (tools/bench/regression.py)"
+[ -n "${REGRESSION_AGAINST:-}" ] || { echo "run_all.sh: STAGES=regression needs REGRESSION_AGAINST=COMMIT[,COMMIT...]" >&2; exit 2; }
+rm -f "$OUT/regression.json" "$OUT/regression.md"
+$PY tools/bench/regression.py --against "$REGRESSION_AGAINST" --rounds 5 --build "$BUILD" --json "$OUT/regression.json" \
+  --markdown "$OUT/regression.md"
 fi
 
 if has optimizer; then
