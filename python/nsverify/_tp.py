@@ -99,8 +99,10 @@ def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect
             again over dp data-parallel ranks (1..64), and fn receives one piece per mesh rank instead
             of one shard per TP rank, in mesh-rank order d * tp + t (the TP group of one DP index is
             tp consecutive ranks), and returns one result per piece, of the piece's shape.
-            dp_partition says how: "zero" (ZeRO: the shard flattened in row-major order and cut into
-            pieces of ceil(N / dp) elements, handed as 1-D arrays; a piece can cut a row) or "fsdp"
+            dp_partition says how: "zero" (ZeRO-3's rule, each parameter's own partition: the shard
+            flattened in row-major order and cut into pieces of ceil(N / dp) elements, handed as 1-D
+            arrays; a piece can cut a row; ZeRO-1/2's partition of the whole flattened group, padded
+            to a multiple of 2 dp, is not modelled) or "fsdp"
             (FSDP2's Shard(0): ceil(rows / dp) whole rows, handed as 2-D blocks); trailing pieces are
             shorter or empty. spec then also holds dp, dp_partition, mesh_rank_order, pieces (each mesh
             rank's (begin, end) in its TP shard's row-major elements) and piece_shapes; the tp-1 case
