@@ -57,11 +57,14 @@ void require_copyable(const std::string& what, const InputShape& s) {
   require_bytes(what, s, saturating_product(s.elements(), sizeof(double)), "its float64 copy");
 }
 
+std::string emptiness(const InputShape& s) {
+  if (s.count > 0 && s.rows > 0 && s.cols > 0) return "";
+  return std::string(s.batch ? "an empty batch (" : "an empty matrix (") + s.text() + ") has no Newton-Schulz and no spectrum: give " +
+         (s.batch ? "at least one matrix of " : "") + "at least one row and one column";
+}
+
 void require_not_empty(const std::string& what, const InputShape& s) {
-  if (s.count > 0 && s.rows > 0 && s.cols > 0) return;
-  throw std::invalid_argument(what + ": " + (s.batch ? "an empty batch (" : "an empty matrix (") + s.text() +
-                              ") has no Newton-Schulz and no spectrum: give " + (s.batch ? "at least one matrix of " : "") +
-                              "at least one row and one column");
+  if (std::string why = emptiness(s); !why.empty()) throw std::invalid_argument(what + ": " + why);
 }
 
 void require_ns_shape(const std::string& what, const InputShape& s) {

@@ -174,7 +174,7 @@ expect_error "ns: a batch of 100000 1000x1000 matrices" "a batch of 100000 matri
 if [ "$memory_limit_kb" -gt 0 ]; then  # without a limit, a machine with the memory would run it
   expect_error "ns: a 30000x30000 .npy past the memory limit" "memory_30000x30000.npy asks for 30000x30000 \(Newton-Schulz in float64\), which needs about .* GiB, more than the .* this process may use" "$nsv" ns --input "$work/memory_30000x30000.npy" --output "$o"
 fi
-expect_error "ns: an empty batch .npy" "empty" "$nsv" ns --input "$work/empty_batch.npy" --output "$o"
+expect_error "ns: an empty batch .npy" "empty_batch.npy: an empty batch \(0 matrices of 4x4\) has no Newton-Schulz and no spectrum" "$nsv" ns --input "$work/empty_batch.npy" --output "$o"
 expect_error "lowrank rank above the shape" "--spectrum lowrank:R needs R <= min\(rows, cols\) = 16" "$nsv" shard --shape 16x32 --spectrum lowrank:100000000
 expect_error "step --hidden 1000000" "--hidden asks for a generated layer.*needs about" "$nsv" step --generate --hidden 1000000
 expect_error "sweep with 1.4 million cases" "combinations, more than the 1000000" "$nsv" sweep --shapes 16x16 --seeds 20000 --tp 1,2,4,8 --strategy all --dtype fp32,bf16,fp16

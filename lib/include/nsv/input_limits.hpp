@@ -48,6 +48,10 @@ void require_ns_shape(const std::string& what, const InputShape&);
 
 // Not empty: at least one matrix of at least one row and one column.
 void require_not_empty(const std::string& what, const InputShape&);
+// The words require_not_empty throws after "what: " ("an empty matrix (0x5) has no Newton-Schulz and
+// no spectrum: give ..."), or "" for a shape that is not empty: for a reader that throws its own
+// error type (read_npy's std::runtime_error).
+std::string emptiness(const InputShape&);
 
 // Finite, with a Frobenius norm within the dtype the kernel normalizes in (normalization_dtype):
 // refused otherwise, since NS of a non-finite matrix is non-finite and the division by an
