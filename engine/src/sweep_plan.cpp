@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "nsv/config_schema.hpp"
+#include "nsv/input_limits.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
@@ -144,7 +145,8 @@ ParsedSpec parse_spec(const SweepSpec& spec) {
     p.spectra.push_back(parse_spectrum(s));
     const Spectrum& sp = p.spectra.back();
     if (sp.kind == Spectrum::Kind::file) {
-      const MatD m = read_npy(sp.path).matrix();
+      const std::string what = "file:" + sp.path;
+      const MatD m = read_npy(sp.path, [&](const std::vector<long>& dims) { require_ns_shape(what, InputShape::of(dims)); }).matrix();
       if (!all_finite(m)) throw InvalidField("spectrum", "file:" + sp.path + ": the matrix holds NaN or Inf");
       p.file_shapes[sp.path] = {m.rows(), m.cols()};
       p.file_norms[sp.path] = m.norm();

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "nsv/coeffs.hpp"
+#include "nsv/input_limits.hpp"
 
 namespace nsv {
 
@@ -38,7 +39,7 @@ std::pair<std::int64_t, std::int64_t> parse_shape(std::string_view text) {
   try {
     std::size_t a = 0, b = 0;
     const std::int64_t r = std::stoll(s.substr(0, x), &a), c = std::stoll(s.substr(x + 1), &b);
-    if (a != x || b != s.size() - x - 1 || r < 1 || c < 1 || r > 65536 || c > 65536) throw bad();
+    if (a != x || b != s.size() - x - 1 || r < 1 || c < 1 || r > kMaxShapeSide || c > kMaxShapeSide) throw bad();
     return {r, c};
   } catch (const std::logic_error&) {
     throw bad();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nsv/blas_threads.hpp"
+#include "nsv/input_limits.hpp"
 #include "row_panels.hpp"
 
 extern "C" {
@@ -27,11 +28,7 @@ int lapack_int(Eigen::Index v, const char* what) {
   return static_cast<int>(v);
 }
 
-void refuse_empty(const MatD& m, const char* what) {
-  if (m.rows() == 0 || m.cols() == 0)
-    throw std::invalid_argument(std::string(what) + ": the matrix is " + std::to_string(m.rows()) + "x" + std::to_string(m.cols()) +
-                                "; it must have at least one row and one column");
-}
+void refuse_empty(const MatD& m, const char* what) { require_not_empty(what, InputShape::matrix(m.rows(), m.cols())); }
 
 void succeeded(int info, const char* routine) {
   if (info != 0) throw std::runtime_error(std::string(routine) + " failed (info = " + std::to_string(info) + ")");

@@ -9,6 +9,7 @@
 
 #include "float16_bits.hpp"
 #include "nsv/input_file.hpp"
+#include "nsv/input_limits.hpp"
 
 namespace nsv {
 namespace {
@@ -229,9 +230,9 @@ NpyArray read_npy_file(const std::string& path, const std::function<void(const s
   // allocated: a header is never trusted for an allocation.
   const auto width = static_cast<std::uint64_t>(bytes_per_element(a.dtype));
   const std::uint64_t data_bytes = in.size() - prefix - header_len;
+  if (const std::string why = emptiness(InputShape::of(a.shape)); !why.empty()) fail(path, why);
   std::uint64_t count = 1;
   for (long d : a.shape) {
-    if (d == 0) fail(path, "an empty dimension (shape " + shape_text(a.shape) + ") holds no matrix");
     const auto ud = static_cast<std::uint64_t>(d);
     if (count > std::numeric_limits<std::uint64_t>::max() / width / ud)
       fail(path, "the shape " + shape_text(a.shape) + " is too large: its size overflows 64 bits (the file holds " +

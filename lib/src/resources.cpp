@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
+#include <utility>
 
 #include "nsv/invalid_field.hpp"
 
@@ -47,12 +48,15 @@ std::uint64_t ns_working_bytes(std::int64_t rows, std::int64_t cols) {
   return saturating_product(elements, sizeof(double));
 }
 
-void require_memory(std::uint64_t bytes, const std::string& field, const std::string& what) {
+std::string memory_refusal(std::uint64_t bytes, const std::string& what) {
   const std::uint64_t usable = usable_memory_bytes();
-  if (bytes <= usable) return;
-  throw InvalidField(field, "asks for " + what + ", which needs about " +
-                                (bytes == kUnlimited ? std::string("more than 2^64 bytes") : gib(bytes)) + ", more than the " +
-                                gib(usable) + " this process may use (physical memory and ulimit): choose a smaller size");
+  if (bytes <= usable) return "";
+  return "asks for " + what + ", which needs about " + (bytes == kUnlimited ? std::string("more than 2^64 bytes") : gib(bytes)) +
+         ", more than the " + gib(usable) + " this process may use (physical memory and ulimit): choose a smaller size";
+}
+
+void require_memory(std::uint64_t bytes, const std::string& field, const std::string& what) {
+  if (std::string refusal = memory_refusal(bytes, what); !refusal.empty()) throw InvalidField(field, std::move(refusal));
 }
 
 }  // namespace nsv

@@ -55,6 +55,15 @@ open(f"{d}/coeffs_blowup.txt", "w").write("1e300 1 1\n")
 open(f"{d}/coeffs_big.txt", "w").write("900 0 0\n")  # allowed, but 900^2 overflows fp16 (65504)
 np.save(f"{d}/big_endian.npy", rng.standard_normal((16, 32)).astype(">f4"))  # never read as native floats
 np.save(f"{d}/empty.npy", np.zeros((0, 32), dtype=np.float32))
+np.save(f"{d}/empty_batch.npy", np.zeros((0, 4, 4), dtype=np.float32))
+def sparse(name, shape):  # a float32 .npy whose data is a hole: its size is the shape's, its disk use none
+    npy(name, dims(str(shape)))
+    with open(f"{d}/{name}", "r+b") as f:
+        f.seek(0, 2)
+        f.truncate(f.tell() + 4 * int(np.prod(shape, dtype=np.float64)))
+sparse("elements_70000x70000.npy", (70000, 70000))
+sparse("batch_100000x1000x1000.npy", (100000, 1000, 1000))
+sparse("memory_30000x30000.npy", (30000, 30000))
 PY
 mkfifo "$work/fifo"
 mkdir "$work/folder"
@@ -162,6 +171,15 @@ expect_error "shard --fused on axis 1" "--axis must be 0 for a fused matrix" "$n
 # message must say what to reduce, not "std::bad_alloc").
 expect_error "shard --shape 65536x65536" "--shape asks for 65536x65536.*needs about .* GiB" "$nsv" shard --shape 65536x65536 --tp 2
 expect_error "sweep --shapes 65536x65536" "--shapes asks for 65536x65536.*needs about" "$nsv" sweep --shapes 65536x65536 --out "$work/out.csv"
+# The library's input limits (nsv/input_limits.hpp), read from a .npy header before its data: the
+# files below are holes as large as their shapes claim.
+expect_error "ns: a 70000x70000 .npy" "elements_70000x70000.npy: a 70000x70000 matrix holds 4900000000 elements, more than the 4294967296 \(2\^32, 65536x65536\) one call takes" "$nsv" ns --input "$work/elements_70000x70000.npy" --output "$o"
+expect_error "shard: a 70000x70000 .npy" "a 70000x70000 matrix holds 4900000000 elements, more than the 4294967296" "$nsv" shard --input "$work/elements_70000x70000.npy" --tp 2
+expect_error "ns: a batch of 100000 1000x1000 matrices" "a batch of 100000 matrices of 1000x1000 holds 100000000000 elements.*split the batch into calls of at most 4294 matrices" "$nsv" ns --input "$work/batch_100000x1000x1000.npy" --output "$o"
+if [ "$memory_limit_kb" -gt 0 ]; then  # without a limit, a machine with the memory would run it
+  expect_error "ns: a 30000x30000 .npy past the memory limit" "memory_30000x30000.npy asks for 30000x30000 \(Newton-Schulz in float64\), which needs about .* GiB, more than the .* this process may use" "$nsv" ns --input "$work/memory_30000x30000.npy" --output "$o"
+fi
+expect_error "ns: an empty batch .npy" "empty_batch.npy: an empty batch \(0 matrices of 4x4\) has no Newton-Schulz and no spectrum" "$nsv" ns --input "$work/empty_batch.npy" --output "$o"
 expect_error "lowrank rank above the shape" "--spectrum lowrank:R needs R <= min\(rows, cols\) = 16" "$nsv" shard --shape 16x32 --spectrum lowrank:100000000
 expect_error "step --hidden 1000000" "--hidden asks for a generated layer.*needs about" "$nsv" step --generate --hidden 1000000
 expect_error "sweep with 1.4 million cases" "combinations, more than the 1000000" "$nsv" sweep --shapes 16x16 --seeds 20000 --tp 1,2,4,8 --strategy all --dtype fp32,bf16,fp16

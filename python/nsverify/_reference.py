@@ -114,13 +114,20 @@ def restart_text(restart_at):
 
 def ns(G, kernel=NS_DEFAULTS["kernel"], steps=NS_DEFAULTS["steps"], dtype=NS_DEFAULTS["dtype"],
        accumulate=NS_DEFAULTS["accumulate"], products=NS_DEFAULTS["products"], coeffs=NS_DEFAULTS["coeffs"],
-       restart_at=NS_DEFAULTS["restart_at"], backend=_BACKEND):
+       restart_at=NS_DEFAULTS["restart_at"], backend=_BACKEND, allow_unnormalizable=False):
     """Newton-Schulz of G (2-D, or a 3-D batch of independent matrices) by nsverify's reference.
 
     G: float32 or float64, any memory layout. Returns float32 (float64 for dtype="fp64") of G's shape.
     The knobs are those of ``nsv ns`` (see ``config``); backend "cpu" | "cuda" | "cuda-tf32" | "cuda-batched".
+    ValueError, as ``nsv ns`` refuses them: an empty G, one past the library's input limits (2^32 elements
+    in one call, the memory this process may use), and one NS cannot normalize: holding NaN or Inf, or
+    whose Frobenius norm overflows the dtype the kernel normalizes in (the result would be all zeros).
+    allow_unnormalizable=True computes the last kind anyway and returns what the kernel gives (NaN, or
+    the zeros of an overflowing norm, as DeepSpeed's kernels): for studies of blow-ups, and for the
+    reference offered as a kernel under test (K8 hands a kernel such inputs).
     """
-    return _core.ns(G, config(kernel, steps, dtype, accumulate, products, coeffs, restart_at), _args.text("backend", backend))
+    return _core.ns(G, config(kernel, steps, dtype, accumulate, products, coeffs, restart_at), _args.text("backend", backend),
+                    _args.boolean("allow_unnormalizable", allow_unnormalizable))
 
 
 def ns_flops(rows, cols, **knobs):

@@ -5,6 +5,11 @@
     nsv check --impl my_tp.py:update --framework torch --kind tp --world-size 2   (fn(shard, spec, group) on gloo ranks)
     nsv check --impl my_muon.py:make_optimizer --kind optimizer --config config.json --tp 2 [--dp 2]
 
+With --json, standard output holds one strict JSON document (RFC 8259) and nothing else: what the
+implementation prints, at import, in its calls or in its rank processes, goes to standard error, and
+NaN and infinities are written null and listed by JSON Pointer in the document's "non_finite"
+(nsverify/_strict_json.py).
+
 Exit status: 0 if every required property holds, 1 if one does not, 2 if the implementation
 cannot be loaded or run (a file that cannot be loaded, a function that is not there, a module that
 exits at import, a process ended from C, a call past --call-timeout, a bad option), 3 if nothing
@@ -21,7 +26,6 @@ has made.
 import argparse
 import functools
 import importlib.util
-import json
 import os
 import pathlib
 import signal
@@ -32,6 +36,7 @@ import time
 import warnings
 
 import nsverify
+from . import _strict_json
 from ._records import FIELDS, settings
 
 
@@ -124,7 +129,9 @@ def parser():
     optimizer.add_argument("--layers", type=int, default=1, help="with --config: how many layers (default 1)")
     optimizer.add_argument("--reference-impl", metavar="FILE.py:FACTORY",
                            help="a second factory as the reference (default: the same factory at tp = 1)")
-    p.add_argument("--json", action="store_true", help="the result as JSON on stdout")
+    p.add_argument("--json", action="store_true",
+                   help="the result as strict JSON (RFC 8259) on stdout, alone: the implementation's own prints go to "
+                        "stderr; NaN and infinities are written null and listed in \"non_finite\" by JSON Pointer")
     p.add_argument("--call-timeout", type=float, default=300.0,
                    help="seconds one call of the implementation may take before the check stops (exit 2)")
     p.add_argument("--progress", type=float, default=30.0,
@@ -265,7 +272,19 @@ def _child_main(args):
     # about them are expected, not news.
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the child at once; the parent reports it
-    status = _run_check(args)
+    if args.json:
+        # Standard output holds the JSON alone: from here to the end of the child (the user's module,
+        # its calls, the rank processes it starts, its exit handlers) descriptor 1 is standard error,
+        # and the JSON goes to the real standard output, kept aside.
+        sys.stdout.flush()
+        json_out = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)
+    status, result = _run_check(args)
+    if result is not None and args.json:
+        with json_out:
+            json_out.write(_strict_json.dumps(result.to_dict(), indent=2) + "\n")
+    elif result is not None:
+        print(result)
     sys.stdout.flush()
     with open(os.path.join(args._child, "result"), "w") as f:
         f.write(str(status))
@@ -273,14 +292,14 @@ def _child_main(args):
 
 
 def _run_check(args):
+    """(exit status, the result object; None when the check could not run, the reason on stderr)."""
     try:
         record, given = check_settings(args)
         if record == "optimizer":  # the factory runs on the ranks, each step within --timeout
             import nsverify.torch as torch_checks
             result = torch_checks.run_from_cli(dict(given, impl=args.impl, params=args.params, config=args.config,
                                                       layers=args.layers, reference_impl=args.reference_impl))
-            print(json.dumps(result.to_dict(), indent=2) if args.json else result)
-            return EXIT_STATUS[result.verdict]
+            return EXIT_STATUS[result.verdict], result
         # Each call recorded for the supervisor (time limit, progress, exits). A torch TP function runs
         # in rank processes, which look it up by module and name (the unwrapped function) and have
         # their own per-case time limit.
@@ -294,9 +313,8 @@ def _run_check(args):
         result = check(fn, **given)
     except (ValueError, TypeError, ImportError) as e:
         print(f"nsv check: error: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps(result.to_dict(), indent=2) if args.json else result)
-    return EXIT_STATUS[result.verdict]
+        return 2, None
+    return EXIT_STATUS[result.verdict], result
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "nsv/input_limits.hpp"
+
 namespace nsv::python {
 namespace {
 
@@ -20,8 +22,12 @@ py::array as_array(const py::handle& obj, const std::string& name) {
   if (kind != 'f' || (a.itemsize() != 4 && a.itemsize() != 8))
     throw std::invalid_argument(name + ": expected a float32 or float64 array, got dtype " +
                                 py::str(a.dtype()).cast<std::string>());
-  // A big-endian (non-native) array is converted to native order by numpy, value for value: its
-  // bytes are never read as native floats.
+  return a;
+}
+
+// A big-endian (non-native) array converted to native order by numpy, value for value: its bytes
+// are never read as native floats. A copy: made once the shape has passed the limits.
+py::array native(py::array a) {
   if (!a.dtype().attr("isnative").cast<bool>()) a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
   return a;
 }
@@ -40,6 +46,20 @@ void copy_matrix(const py::array& a, py::ssize_t k, MatD& out) {
     }
 }
 
+// The array's shape as the library's limits read it, checked for `use`.
+void require_shape(const py::array& a, const std::string& name, Use use) {
+  const bool batch = a.ndim() == 3;
+  const InputShape shape{batch ? a.shape(0) : 1, a.shape(batch ? 1 : 0), a.shape(batch ? 2 : 1), batch};
+  if (use == Use::ns) require_ns_shape(name, shape);
+  else require_copyable(name, shape);
+}
+
+py::array two_d(const py::handle& obj, const std::string& name) {
+  py::array a = as_array(obj, name);
+  if (a.ndim() != 2) throw std::invalid_argument(name + ": expected a 2-D array, got shape " + shape_text(a));
+  return a;
+}
+
 MatD matrix_at(const py::array& a, py::ssize_t k) {
   const bool batch = a.ndim() == 3;
   MatD m(a.shape(batch ? 1 : 0), a.shape(batch ? 2 : 1));
@@ -52,16 +72,20 @@ MatD matrix_at(const py::array& a, py::ssize_t k) {
 
 bool is_float64(const py::handle& obj, const std::string& name) { return as_array(obj, name).itemsize() == 8; }
 
-MatD matrix_from(const py::handle& obj, const std::string& name) {
-  const py::array a = as_array(obj, name);
-  if (a.ndim() != 2) throw std::invalid_argument(name + ": expected a 2-D array, got shape " + shape_text(a));
-  return matrix_at(a, 0);
+MatD matrix_from(const py::handle& obj, const std::string& name, Use use) {
+  const py::array a = two_d(obj, name);
+  require_shape(a, name, use);
+  return matrix_at(native(a), 0);
 }
 
-Batch batch_from(const py::handle& obj, const std::string& name, bool* three_d) {
-  const py::array a = as_array(obj, name);
+void require_ns_matrix(const py::handle& obj, const std::string& name) { require_shape(two_d(obj, name), name, Use::ns); }
+
+Batch batch_from(const py::handle& obj, const std::string& name, bool* three_d, Use use) {
+  py::array a = as_array(obj, name);
   if (a.ndim() != 2 && a.ndim() != 3)
     throw std::invalid_argument(name + ": expected a 2-D matrix or a 3-D batch of matrices, got shape " + shape_text(a));
+  require_shape(a, name, use);
+  a = native(a);
   if (three_d) *three_d = a.ndim() == 3;
   Batch b;
   const py::ssize_t count = a.ndim() == 3 ? a.shape(0) : 1;

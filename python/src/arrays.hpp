@@ -15,12 +15,20 @@ namespace nsv::python {
 
 namespace py = pybind11;
 
+// What an array is read for, judged by the library's input limits (nsv/input_limits.hpp) from its
+// shape before a value is copied: any call (`copy`: a float64 copy within the limits) or
+// Newton-Schulz and the spectra (`ns`: also not empty, NS's working memory within the limits).
+enum class Use { copy, ns };
+
 // `name` is the argument's name in messages: "G: expected a 2-D array, got shape (3,)".
 // Whether obj (as matrix_from reads it) is float64: results derived from it keep its precision.
 bool is_float64(const py::handle& obj, const std::string& name);
-MatD matrix_from(const py::handle& array, const std::string& name);
+MatD matrix_from(const py::handle& array, const std::string& name, Use use = Use::copy);
 // A 2-D array is a batch of one; *three_d (if given) says whether the input was 3-D.
-Batch batch_from(const py::handle& array, const std::string& name, bool* three_d = nullptr);
+Batch batch_from(const py::handle& array, const std::string& name, bool* three_d = nullptr, Use use = Use::copy);
+// The checks matrix_from(array, name, Use::ns) makes, without the copy: for a front end that makes
+// its own copy (nsverify.torch.run_tp).
+void require_ns_matrix(const py::handle& array, const std::string& name);
 
 // The matrices of a batch as views: a copy of a large matrix costs its page faults.
 using MatrixViews = std::vector<const MatD*>;

@@ -9,6 +9,7 @@
 #include "nsv/backend.hpp"
 #include "nsv/config_schema.hpp"
 #include "nsv/cost_model.hpp"
+#include "nsv/input_limits.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
@@ -92,9 +93,11 @@ void bind_config(py::module_& m) {
 void bind_ns(py::module_& m) {
   m.def(
       "ns",
-      [](const py::handle& g, const NsConfig& cfg, const std::string& backend) {
+      [](const py::handle& g, const NsConfig& cfg, const std::string& backend, bool allow_unnormalizable) {
         bool three_d = false;
-        const Batch in = batch_from(g, "G", &three_d);
+        const Batch in = batch_from(g, "G", &three_d, Use::ns);
+        for (std::size_t k = 0; k < in.size() && !allow_unnormalizable; ++k)
+          require_normalizable(in[k], cfg, three_d ? "G[" + std::to_string(k) + "]" : "G");
         Batch out;
         {
           py::gil_scoped_release free;
@@ -103,7 +106,10 @@ void bind_ns(py::module_& m) {
         const bool wide = cfg.dtype == DType::fp64;
         return three_d ? batch_to_array(out, wide) : matrix_to_array(out.at(0), wide);
       },
-      py::arg("G"), py::arg("config"), py::arg("backend") = std::string(name_of(kDefaultBackend)));
+      py::arg("G"), py::arg("config"), py::arg("backend") = std::string(name_of(kDefaultBackend)),
+      py::arg("allow_unnormalizable") = false);
+  m.def("require_ns_matrix", &require_ns_matrix, py::arg("G"), py::arg("name"),
+        "Raises ValueError where ns would refuse a 2-D G by its shape (empty, past the input limits), copying nothing.");
   m.def("ns_flops", [](const NsConfig& c, std::int64_t rows, std::int64_t cols) { return ns_flops(c, rows, cols); },
         py::arg("config"), py::arg("rows"), py::arg("cols"));
 }
@@ -166,7 +172,8 @@ void bind_strategies(py::module_& m) {
       "run_strategy",
       [](const py::handle& g_in, const std::string& strategy, int tp, int axis, std::int64_t heads, std::int64_t kv_heads,
          std::int64_t grain, const std::string& target, const std::string& order, const NsConfig& cfg) {
-        const MatD g = matrix_from(g_in, "G");
+        const MatD g = matrix_from(g_in, "G", Use::ns);
+        require_normalizable(g, cfg, "G");  // every shard's norm is at most the whole's
         const Strategy s = parse_strategy(strategy);
         const Target t = target.empty() ? natural_target(s) : parse_target(target);
         HeadGeometry geo;
@@ -222,10 +229,10 @@ void bind_metrics(py::module_& m) {
       },
       py::arg("a"), py::arg("b"), py::arg("ulp_dtype") = "fp32");
   m.def("singular_values", [](const py::handle& a) {
-    const Eigen::VectorXd s = singular_values(matrix_from(a, "a"));
+    const Eigen::VectorXd s = singular_values(matrix_from(a, "a", Use::ns));
     return std::vector<double>(s.data(), s.data() + s.size());
   }, py::arg("a"));
-  m.def("polar_factor", [](const py::handle& a) { return matrix_to_array(polar_factor(matrix_from(a, "a")), true); },
+  m.def("polar_factor", [](const py::handle& a) { return matrix_to_array(polar_factor(matrix_from(a, "a", Use::ns)), true); },
         py::arg("a"));
 }
 

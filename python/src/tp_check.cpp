@@ -7,6 +7,7 @@
 #include "arrays.hpp"
 #include "check_records.hpp"
 #include "nsv/config_schema.hpp"
+#include "nsv/input_limits.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/mesh.hpp"
 #include "outcomes.hpp"
@@ -278,7 +279,8 @@ void bind_tp_check(py::module_& m) {
       [](const py::handle& g, const Layout& layout, const NsConfig& cfg) {
         TpCase t;
         t.layout = layout;
-        MatD m = matrix_from(g, "G");
+        MatD m = matrix_from(g, "G", Use::ns);
+        require_normalizable(m, cfg, "G");
         t.rows = m.rows();
         t.cols = m.cols();
         if (layout.dim != (layout.axis == 0 ? t.rows : t.cols))

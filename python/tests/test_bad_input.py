@@ -4,7 +4,8 @@ Each refusal case runs in its own interpreter (this file, run as a script with t
 a memory limit (RLIMIT_AS, 4 GiB unless NSV_CLI_MEMORY_LIMIT_KB says otherwise; 0 lifts it, for
 sanitizer builds) and a time limit, in a folder holding a file that must come out unchanged. The
 case must raise the exception type it names, with a message that names the argument and what is
-allowed; a crash (a signal), a hang or another exception fails it. The "silent garbage" cases
+allowed, and its interpreter's peak resident memory must stay under 1 GiB (a refusal is made from
+the shape, before a copy); a crash (a signal), a hang or another exception fails it. The "silent garbage" cases
 check values: they must come out right, not merely without an error.
 """
 import json
@@ -20,6 +21,7 @@ import pytest
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures"
 CONFIG = str(FIXTURES / "models" / "tiny-llama.json")
 TIME_LIMIT_S = 60
+REFUSAL_PEAK_RSS_KB = 1 << 20
 MEMORY_LIMIT_KB = int(os.environ.get("NSV_CLI_MEMORY_LIMIT_KB", 4 << 20))
 
 
@@ -31,13 +33,78 @@ def _ok(G, steps):
     return G
 
 
+def _view(*shape, dtype=np.float32):
+    """An array of `shape` that holds one element: numpy's broadcast view."""
+    return np.broadcast_to(np.ones((), dtype), shape)
+
+
+def _overflowing(rows=16, cols=32):
+    """Finite fp32 values whose Frobenius norm (3e37 * sqrt(512), about 6.8e38) overflows fp32."""
+    return np.full((rows, cols), 3e37, np.float32)
+
+
+def _run_tp(n, G):
+    import nsverify.torch
+    return nsverify.torch.run_tp(lambda shard, spec, group: shard, G, world_size=2)
+
+
+# The library's input limits (nsv/input_limits.hpp), as `nsv` applies them.
+HUGE = r"a 1000000x1000000 matrix holds 1000000000000 elements, more than the 4294967296 \(2\^32, 65536x65536\) one call takes"
+HUGE_BATCH = (r"G: a batch of 100000 matrices of 1000x1000 holds 100000000000 elements, more than the 4294967296 .*"
+              r"split the batch into calls of at most 4294 matrices")
+OVERFLOW = r"G: the Frobenius norm 6\.788e\+38 overflows fp32, the dtype the gram kernel normalizes in, so the result would be all zeros"
+
+
 # name: (exception type, regex the message must match, the call). The call runs in the child.
 CASES = {
-    # Empty matrices: a message, not a segfault.
-    "singular_values of a 0x4 matrix": (ValueError, r"singular_values: the matrix is 0x4.*at least one row",
-                                        lambda n: n.singular_values(np.zeros((0, 4)))),
-    "polar_factor of a 0x0 matrix": (ValueError, r"polar_factor: the matrix is 0x0",
+    # Empty matrices and batches: refused by every entry point that runs NS or a spectrum, one message.
+    "singular_values of a 0x4 matrix": (ValueError, r"a: an empty matrix \(0x4\) has no Newton-Schulz and no spectrum: give at "
+                                        r"least one row and one column", lambda n: n.singular_values(np.zeros((0, 4)))),
+    "polar_factor of a 0x0 matrix": (ValueError, r"a: an empty matrix \(0x0\) has no Newton-Schulz",
                                      lambda n: n.polar_factor(np.zeros((0, 0)))),
+    "ns of a 0x5 matrix": (ValueError, r"G: an empty matrix \(0x5\) has no Newton-Schulz and no spectrum: give at least one row",
+                           lambda n: n.ns(np.zeros((0, 5), np.float32))),
+    "ns of a (0, 4, 4) batch": (ValueError, r"G: an empty batch \(0 matrices of 4x4\) has no Newton-Schulz and no spectrum: give "
+                                r"at least one matrix of at least one row and one column",
+                                lambda n: n.ns(np.zeros((0, 4, 4), np.float32))),
+    "ns of a (2, 4, 0) batch": (ValueError, r"G: an empty batch \(2 matrices of 4x0\)", lambda n: n.ns(np.zeros((2, 4, 0)))),
+    "run_strategy of a 0x5 matrix": (ValueError, r"G: an empty matrix \(0x5\) has no Newton-Schulz",
+                                     lambda n: n.run_strategy(np.zeros((0, 5), np.float32), "gather", 2)),
+    "tp_rounding_bound of a 0x5 matrix": (ValueError, r"G: an empty matrix \(0x5\)",
+                                          lambda n: n.tp_rounding_bound(np.zeros((0, 5)), n.autotp_layout(16, 2))),
+    "torch run_tp of a 0x5 matrix": (ValueError, r"G: an empty matrix \(0x5\)", lambda n: _run_tp(n, np.zeros((0, 5)))),
+    # Sizes, from the shape, before a value is copied (the views below hold one element each).
+    "ns of a 10^6 x 10^6 view": (ValueError, "G: " + HUGE + ": give a smaller matrix", lambda n: n.ns(_view(10 ** 6, 10 ** 6))),
+    "ns of a 10^5 x 1000 x 1000 batch": (ValueError, HUGE_BATCH, lambda n: n.ns(_view(10 ** 5, 1000, 1000))),
+    "ns of a 4000 x 1000 x 1000 batch (memory)": (
+        ValueError, r"G asks for 4000 matrices of 1000x1000 \(Newton-Schulz in float64\), which needs about [0-9.]+ GiB, more "
+                    r"than the [0-9.]+ GiB this process may use \(physical memory and ulimit\): choose a smaller size",
+        lambda n: n.ns(_view(4000, 1000, 1000))),
+    "run_strategy of a 10^6 x 10^6 view": (ValueError, "G: " + HUGE, lambda n: n.run_strategy(_view(10 ** 6, 10 ** 6), "gather", 2)),
+    "polar_factor of a 10^6 x 10^6 view": (ValueError, "a: " + HUGE, lambda n: n.polar_factor(_view(10 ** 6, 10 ** 6))),
+    "singular_values of a 10^6 x 10^6 view": (ValueError, "a: " + HUGE, lambda n: n.singular_values(_view(10 ** 6, 10 ** 6))),
+    "rel_diff of a 10^6 x 10^6 view": (ValueError, "b: " + HUGE, lambda n: n.rel_diff(_g(), _view(10 ** 6, 10 ** 6))),
+    "split of a 10^6 x 10^6 view": (ValueError, "G: " + HUGE,
+                                    lambda n: n.split(_view(10 ** 6, 10 ** 6), n.autotp_layout(10 ** 6, 2))),
+    "big-endian 10^6 x 10^6 view": (ValueError, "G: " + HUGE, lambda n: n.ns(_view(10 ** 6, 10 ** 6, dtype=">f4"))),
+    "torch run_tp of a 10^6 x 10^6 view": (ValueError, "G: " + HUGE, lambda n: _run_tp(n, _view(10 ** 6, 10 ** 6))),
+    # Inputs NS cannot normalize: refused as `nsv ns` refuses them, not an all-zero or NaN result.
+    "ns of a finite matrix whose norm overflows fp32": (ValueError, OVERFLOW, lambda n: n.ns(_overflowing())),
+    "ns of a batch whose second matrix overflows": (ValueError, r"G\[1\]: the Frobenius norm 6\.788e\+38 overflows fp32",
+                                                    lambda n: n.ns(np.stack([_g(), _overflowing()]))),
+    "ns(kernel='standard', dtype='fp16') past fp16's norm": (
+        ValueError, r"G: the Frobenius norm 1\.131e\+05 overflows fp16, the dtype the standard kernel normalizes in",
+        lambda n: n.ns(np.full((16, 32), 5000, np.float32), kernel="standard", dtype="fp16")),
+    "ns(allow_unnormalizable=True) of a 10^6 x 10^6 view": (ValueError, "G: " + HUGE,
+                                                           lambda n: n.ns(_view(10 ** 6, 10 ** 6), allow_unnormalizable=True)),
+    "ns(allow_unnormalizable='yes')": (TypeError, r"allow_unnormalizable must be True or False, got 'yes'",
+                                       lambda n: n.ns(_g(), allow_unnormalizable="yes")),
+    "ns of a NaN matrix": (ValueError, r"G: the matrix holds NaN or Inf.*Clean the input first",
+                           lambda n: n.ns(np.where(np.eye(16, 32) > 0, np.nan, _g()).astype(np.float32))),
+    "run_strategy of a finite matrix whose norm overflows": (ValueError, OVERFLOW,
+                                                             lambda n: n.run_strategy(_overflowing(), "shard", 2)),
+    "tp_rounding_bound of an Inf matrix": (ValueError, r"G: the matrix holds NaN or Inf",
+                                           lambda n: n.tp_rounding_bound(np.full((16, 32), np.inf), n.autotp_layout(16, 2))),
     # assemble checks every shard against the layout before copying (it read out of bounds).
     "assemble: a short shard": (ValueError, r"shards\[1\] is 1x5, but rank 1's shard .* is 8x32",
                                 lambda n: n.assemble([np.zeros((8, 32)), np.zeros((1, 5))], n.autotp_layout(16, 2))),
@@ -131,7 +198,7 @@ CASES = {
 
 
 def _run_case(name):
-    """In the child: the limits, then the call; prints {"type", "message"} of what it raised."""
+    """In the child: the limits, then the call; prints {"type", "message", "peak_rss_kb"} of what it raised."""
     import resource
     if MEMORY_LIMIT_KB > 0:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_KB << 10, MEMORY_LIMIT_KB << 10))
@@ -140,7 +207,8 @@ def _run_case(name):
     try:
         result = call(nsverify)
     except BaseException as e:  # noqa: BLE001 - the parent judges it
-        print(json.dumps({"type": type(e).__name__, "message": str(e)}))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        print(json.dumps({"type": type(e).__name__, "message": str(e), "peak_rss_kb": peak}))
         return
     print(json.dumps({"type": None, "message": repr(result)[:500]}))
 
@@ -158,6 +226,7 @@ def test_bad_input_is_refused_saying_what_to_fix(name, tmp_path):
     assert got["type"] == expected.__name__, f"expected {expected.__name__}, got {got}"
     assert re.search(pattern, got["message"]), f"message {got['message']!r} does not match /{pattern}/"
     assert "incompatible function arguments" not in got["message"], "a pybind11 signature dump"
+    assert got["peak_rss_kb"] < REFUSAL_PEAK_RSS_KB, f"peak resident memory {got['peak_rss_kb']} KiB: work began"
     assert precious.read_text() == "precious\n" and sorted(p.name for p in tmp_path.iterdir()) == before
 
 
@@ -193,6 +262,17 @@ def test_nan_outputs_never_pass_a_claim():
     assert r.verdict == "FAIL"
     assert r["tp_1_result_computes_the_target_within_rounding"].status == "fails"
     assert "= nan" in r["tp_1_result_computes_the_target_within_rounding"].message
+
+
+def test_allow_unnormalizable_returns_the_kernels_own_answer():
+    """Opted in, ns computes what it refuses by default, and gives what the kernel gives (K8's semantics):
+    NaN for a non-finite input, the zero matrix for a finite one whose norm overflows."""
+    import nsverify
+    poisoned = _g()
+    poisoned[3, 4] = np.inf
+    assert np.isnan(nsverify.ns(poisoned, allow_unnormalizable=True)).all()
+    assert not nsverify.ns(_overflowing(), allow_unnormalizable=True).any()
+    assert np.array_equal(nsverify.ns(_g(), allow_unnormalizable=True), nsverify.ns(_g()))
 
 
 def test_numpy_bools_and_integers_are_accepted():

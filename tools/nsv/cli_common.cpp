@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fmt/format.h>
 #include <stdexcept>
 
 #include "cli_checks.hpp"
+#include "nsv/input_limits.hpp"
 #include "nsv/invalid_field.hpp"
-#include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
-#include "nsv/resources.hpp"
 #include "nsv/spectra.hpp"
 
 namespace nsv::cli {
@@ -49,10 +47,10 @@ MatD MatrixSource::load() const {
   if (input.empty() && shape.empty()) throw std::invalid_argument("give a matrix: --input FILE.npy or --shape ROWSxCOLS");
   MatD g;
   if (!input.empty()) {
-    g = read_npy(input).matrix();
+    g = read_npy(input, [&](const std::vector<long>& dims) { require_ns_shape(input, InputShape::of(dims)); }).matrix();
   } else {
     const auto [r, c] = parse_shape(shape);
-    require_memory(ns_working_bytes(r, c), "shape", shape + " (Newton-Schulz of a float64 matrix of that shape)");
+    require_ns_shape("--shape", InputShape::matrix(r, c));
     g = make_matrix(parse_spectrum(spectrum), r, c, seed);
   }
   return g;
@@ -60,17 +58,6 @@ MatD MatrixSource::load() const {
 
 std::string MatrixSource::describe() const {
   return input.empty() ? shape + " " + spectrum + " seed " + std::to_string(seed) : input;
-}
-
-void require_normalizable(const MatD& m, const NsConfig& cfg, const std::string& what) {
-  if (!all_finite(m))
-    throw std::invalid_argument(what + ": the matrix holds NaN or Inf; NS of a non-finite matrix is non-finite "
-                                       "(Muon skips such a step). Clean the input first.");
-  const DType nd = normalization_dtype(cfg);
-  if (const double norm = m.norm(); norm > largest_finite(nd))
-    throw std::invalid_argument(what + ": the Frobenius norm " + fmt::format("{:.4g}", norm) + " overflows " +
-                                std::string(dtype_name(nd)) + ", the dtype the " + std::string(kernel_name(cfg.kernel)) +
-                                " kernel normalizes in, so the result would be all zeros; scale the input down");
 }
 
 void refuse_output_over_inputs(const std::string& output_flag, const std::string& output,

@@ -26,7 +26,8 @@ struct NsOptions : NsConfigNames {
 // The built-in schedule names joined by `sep` (the --coeffs help, from the record table).
 std::string schedule_choices(const std::string& sep);
 
-// A matrix from --input FILE.npy, or generated from --shape RxC --spectrum S --seed N.
+// A matrix from --input FILE.npy, or generated from --shape RxC --spectrum S --seed N; its shape
+// checked by the library's input limits (nsv/input_limits.hpp) before it is read or generated.
 struct MatrixSource {
   std::string input, shape, spectrum = "gaussian";
   std::uint64_t seed = 0;
@@ -35,11 +36,6 @@ struct MatrixSource {
   MatD load() const;
   std::string describe() const;
 };
-
-// Refuses (std::invalid_argument naming `what`) a matrix NS cannot orthogonalize meaningfully: one
-// holding NaN or Inf, or one whose Frobenius norm overflows the dtype the kernel normalizes in
-// (the division by an infinite norm turns the whole result into zeros, as DeepSpeed's kernels do).
-void require_normalizable(const MatD&, const NsConfig&, const std::string& what);
 
 // Refuses an output path that is one of the run's inputs (the same file under any name), before
 // anything runs: a failed or finished run must never have destroyed its own input.

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/config_schema.hpp"
+#include "nsv/input_limits.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/render/config_json.hpp"
@@ -29,7 +30,7 @@ struct NsCommand {
     const NsConfig cfg = ns.config();
     std::vector<long> shape;
     const Batch batch = [&] {  // the parsed array goes as soon as it is copied into matrices
-      const NpyArray array = read_npy(input);
+      const NpyArray array = read_npy(input, [&](const std::vector<long>& dims) { require_ns_shape(input, InputShape::of(dims)); });
       shape = array.shape;
       return array.batch();
     }();

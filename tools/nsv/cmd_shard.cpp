@@ -10,6 +10,7 @@
 #include "nsv/backend.hpp"
 #include "nsv/config_schema.hpp"
 #include "nsv/engine/shard_on_mpi.hpp"
+#include "nsv/input_limits.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/npy.hpp"

@@ -121,8 +121,8 @@ NsConfigNames ns_config_names(const NsConfig& = NsConfig{});
 // validates the whole (NsConfig::validate).
 NsConfig ns_config_from_names(const NsConfigNames&);
 
-// A matrix shape as a user types it: "512x1024" -> {512, 1024}, each side 1..65536; throws
-// std::invalid_argument saying the expected form.
+// A matrix shape as a user types it: "512x1024" -> {512, 1024}, each side 1..kMaxShapeSide
+// (nsv/input_limits.hpp); throws std::invalid_argument saying the expected form.
 std::pair<std::int64_t, std::int64_t> parse_shape(std::string_view);
 
 // The schema as data for front ends that cannot read the tables (Python): per field its default

@@ -21,8 +21,11 @@ std::uint64_t ns_working_bytes(std::int64_t rows, std::int64_t cols);
 // a * b, or UINT64_MAX when it does not fit: sizes computed from input never wrap.
 std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b);
 
-// Throws nsv::InvalidField(field, "...needs N bytes (what), more than the M this machine ...")
-// when bytes > usable_memory_bytes().
+// Throws nsv::InvalidField(field, memory_refusal(bytes, what)) when bytes > usable_memory_bytes().
 void require_memory(std::uint64_t bytes, const std::string& field, const std::string& what);
+// "asks for WHAT, which needs about N GiB, more than the M GiB this process may use (...): choose a
+// smaller size", or "" when `bytes` fit: the words of require_memory for an input named otherwise than
+// by a field (nsv/input_limits.hpp).
+std::string memory_refusal(std::uint64_t bytes, const std::string& what);
 
 }  // namespace nsv

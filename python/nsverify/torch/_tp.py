@@ -258,6 +258,7 @@ def run_tp(fn, G, world_size=_T["world_size"], axis=0, heads=0, kv_heads=0, grai
     """fn on one layout of G (AutoTP's split of `axis` into world_size ranks by heads/kv_heads or the grain
     rule): {"layout", "outputs" (each rank's block, numpy), "calls" (each rank's collectives), "plan"
     (the comparison with `strategy`'s cost model, if named)}."""
+    _core.require_ns_matrix(G, "G")  # the library's input limits, before the copy below
     G = np.ascontiguousarray(G, dtype=np.float64 if dtype == "fp64" else np.float32)
     rows, cols = G.shape
     layout = autotp_layout(G.shape[axis], world_size, axis=axis, heads=heads, kv_heads=kv_heads, grain=grain)

@@ -25,9 +25,9 @@ the launcher then ends the job. The exit status is 0 when the check passes, 1 ot
 
 import argparse
 import datetime
-import json
 import sys
 
+from .. import _strict_json
 from .._records import DEFAULTS, FIELDS, settings
 from ..cli import settings_flags
 from ._optimizer import run_from_cli
@@ -73,7 +73,8 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=1)
     settings_flags(ap, kinds=("optimizer",))
     next(action for action in ap._actions if action.dest == "tp").required = True
-    ap.add_argument("--json", action="store_true", help="print the result as JSON (rank 0)")
+    ap.add_argument("--json", action="store_true", help="print the result as strict JSON (rank 0; NaN and infinities "
+                                                        "written null and listed in \"non_finite\", nsverify/_strict_json.py)")
     a = ap.parse_args(argv)
     import torch
     import torch.distributed as dist
@@ -85,7 +86,7 @@ def main(argv=None):
     args.update(dict(config=a.config, layers=a.layers) if a.config else dict(params=a.params))
     result = run_from_cli(args)
     if ex.rank == 0:
-        print(json.dumps(result.to_dict()) if a.json else result, flush=True)
+        print(_strict_json.dumps(result.to_dict()) if a.json else result, flush=True)
     return 0 if result else 1
 
 
