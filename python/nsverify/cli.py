@@ -19,8 +19,9 @@ A function that calls sys.exit or os._exit fails its case, as any error does (ex
 implementation runs in a child process that the command supervises, so that nothing else can end
 the check either: a module that exits at import, or code that ends the process from C (abort, a
 crash), is reported as such (exit 2), never as a pass. A call that runs longer than --call-timeout
-seconds stops the check (exit 2); every --progress seconds the command says how many calls it
-has made.
+seconds stops the check (exit 2), naming the call's input; every --progress seconds the command
+says how many calls it has made and which input the running one was handed (G 512x1024, a TP
+layout).
 """
 
 import argparse
@@ -135,7 +136,7 @@ def parser():
     p.add_argument("--call-timeout", type=float, default=300.0,
                    help="seconds one call of the implementation may take before the check stops (exit 2)")
     p.add_argument("--progress", type=float, default=30.0,
-                   help="seconds between progress lines on stderr (0: none)")
+                   help="seconds between progress lines on stderr, each naming the running call's input (0: none)")
     p.add_argument("--_child", help=argparse.SUPPRESS)  # internal: the supervised child's progress file
     return p
 
@@ -188,8 +189,9 @@ def main(argv=None):
     return _supervise(args, list(sys.argv[1:] if argv is None else argv))
 
 
-#: Progress record of the child: "CALLS START STATE" (STATE running | idle | exit CODE), CLOCK_MONOTONIC.
-_RECORD = 96
+#: Progress record of the child: "CALLS START STATE" (STATE "idle", or "running" and the call's input in
+#: words), START on CLOCK_MONOTONIC.
+_RECORD = 160
 
 
 def _supervise(args, argv):
@@ -206,17 +208,18 @@ def _supervise(args, argv):
                 time.sleep(0.2)
                 calls, since, state = _read_progress(progress)
                 now = time.monotonic()
-                if state == "running" and now - since > args.call_timeout:
+                running, case = _running(state)
+                if running and now - since > args.call_timeout:
                     child.kill()
                     child.wait()
-                    print(f"nsv check: error: call {calls} of {args.impl} did not return within --call-timeout "
+                    print(f"nsv check: error: call {calls}{case} of {args.impl} did not return within --call-timeout "
                           f"{args.call_timeout:g} s: the check was stopped (raise --call-timeout for a slow "
                           "implementation, or check it for a hang)", file=sys.stderr)
                     return 2
                 if args.progress and now - last_report >= args.progress:
                     last_report = now
                     print(f"nsv check: {calls} call(s) of {args.impl} in {now - started:.0f} s"
-                          + (f"; call {calls} running for {now - since:.0f} s" if state == "running" else ""),
+                          + (f"; call {calls}{case} running for {now - since:.0f} s" if running else ""),
                           file=sys.stderr, flush=True)
         except KeyboardInterrupt:
             child.kill()
@@ -229,10 +232,33 @@ def _supervise(args, argv):
                 return int(f.read())
         except (OSError, ValueError):
             how = f"signal {-child.returncode}" if child.returncode < 0 else f"exit status {child.returncode}"
-            where = f"in call {calls}" if state == "running" else "outside any call (at import or between calls)"
+            running, case = _running(state)
+            where = f"in call {calls}{case}" if running else "outside any call (at import or between calls)"
             print(f"nsv check: error: the implementation ended the checking process ({how}, {where}) before a "
                   "result: os._exit at import, an abort or a crash in its code; nothing was checked", file=sys.stderr)
             return 2
+
+
+def _running(state):
+    """(whether a call is running, " (its input in words)" or "")."""
+    words = state.split(None, 1)
+    running = bool(words) and words[0] == "running"
+    return running, f" ({words[1]})" if running and len(words) > 1 else ""
+
+
+def _case_words(args):
+    """The input of a call in a few words, for the progress line: a kernel's matrix or batch, a TP
+    function's layout."""
+    first = args[0] if args else None
+    spec = args[1] if len(args) > 1 else None
+    if hasattr(first, "shape"):
+        shape = tuple(first.shape)
+        return ("G " + "x".join(map(str, shape)) if len(shape) == 2 else
+                f"a batch of {shape[0]} x " + "x".join(map(str, shape[1:])))
+    if all(hasattr(spec, a) for a in ("rows", "cols", "tp", "axis")):
+        return (f"{spec.rows}x{spec.cols} on tp {spec.tp}, axis {spec.axis}"
+                + (f", dp {spec.dp}" if getattr(spec, "dp", None) else ""))
+    return ""
 
 
 def _read_progress(path):
@@ -252,13 +278,14 @@ class _Watched:
         self.calls = 0
 
     def record(self, state):
-        os.pwrite(self.fd, f"{self.calls} {time.monotonic():.3f} {state}".encode().ljust(_RECORD), 0)
+        line = f"{self.calls} {time.monotonic():.3f} {state}".encode()[:_RECORD]
+        os.pwrite(self.fd, line.ljust(_RECORD), 0)
 
     def wrap(self, fn):
         @functools.wraps(fn)
         def call(*a, **k):
             self.calls += 1
-            self.record("running")
+            self.record(f"running {_case_words(a)}")
             try:
                 return fn(*a, **k)
             finally:
