@@ -9,9 +9,7 @@ rank processes of the check's pools (`main`, started by _pool.RankPool with this
 and the processes torchrun starts (nsverify.torch.launch).
 """
 
-import os
 import time
-import traceback
 import types
 
 from .._exits import exits_as_failures
@@ -181,10 +179,7 @@ def serve(torch, dist, job, groups, load):
         with exits_as_failures():
             return run_job(torch, dist, job, groups, load)
     except Exception as e:  # noqa: BLE001 - what the rank raised is the run's failure
-        frames = traceback.extract_tb(e.__traceback__)
-        where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
-        return dict(kind="raised", message=f"{type(e).__name__}: {e}{where}", calls=[],
-                    seconds=time.perf_counter() - start)
+        return _worker.raised_reply(e, [], start)
 
 
 class Loader:

@@ -142,6 +142,14 @@ def _watch(caller):
             pass
 
 
+def raised_reply(error, calls, start):
+    """The pool's reply for what the user's code raised: its type, message and innermost line."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    return dict(kind="raised", message=f"{type(error).__name__}: {error}{where}", calls=calls,
+                seconds=time.perf_counter() - start)
+
+
 def serve_case(dist, fn, rank, shard, spec, group, settings):
     """fn on this rank's shard: the reply for the pool."""
     from ._tensors import Observed, numpy_dtype, shares_storage, to_numpy, to_tensor, torch_dtype
@@ -156,10 +164,7 @@ def serve_case(dist, fn, rank, shard, spec, group, settings):
         result = to_numpy(out, f"rank {rank}'s result", out_dtype)
         after, changed = seen.input_after(shard, out_dtype)
     except Exception as e:  # noqa: BLE001 - what the user's code raised is the case's failure
-        frames = traceback.extract_tb(e.__traceback__)
-        where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
-        return dict(kind="raised", message=f"{type(e).__name__}: {e}{where}", calls=recorder.calls,
-                    seconds=time.perf_counter() - start)
+        return raised_reply(e, recorder.calls, start)
     aliased = out.numel() > 0 and shares_storage(out, seen.span)
     return dict(kind="ok", result=result, shard_after=after if changed else None, changed=changed, aliased=bool(aliased),
                 calls=recorder.calls, seconds=time.perf_counter() - start)
