@@ -63,8 +63,9 @@ class CpuOps {
       mirror_upper(c);
       return c;
     }
+    // One SYRK over the whole matrix: no split into panels keeps its bits (row_panels.hpp).
     const int k = as_int(y.cols());
-    detail::upper_gram(y.data(), as_int(y.rows()), k, k, false, c.data());
+    detail::syrk_rows(CblasNoTrans, as_int(y.rows()), k, y.data(), k, c.data(), as_int(y.rows()));
     mirror_upper(c);
     return rounded(std::move(c));
   }

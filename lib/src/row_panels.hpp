@@ -3,11 +3,14 @@
 // over OpenMP threads.
 //
 // The panels depend on the number of rows alone, never on the thread count, so the assembled
-// result has the same bits on one thread as on sixteen (contract D). They are not the bits of one
-// call over the whole product: OpenBLAS's fp32 kernels group a product's summands by its shape,
-// so a panel's elements can differ from the whole call's by an ulp. Small products (up to 256 rows;
-// the triangles of CpuOps::upper_product up to 128) are one panel, so the
-// golden cases and the gate's matrices keep the bits of one call.
+// result has the same bits on one thread as on sixteen (contract D). A GEMM's row panels keep the
+// bits of one call over the whole product when every panel starts at a multiple of 12 rows:
+// row-major rows are OpenBLAS's columns, and its Haswell/Zen sgemm kernel sums a column's
+// products in one of two orders chosen by the column's place in a group of 12 (even and odd k in
+// two registers, or one chain), so a boundary off the grid moves every later row to the other
+// order. Kernels with other groups keep the shape-determined bits, only not one call's. A SYRK's
+// blocks cannot be matched by row panels, so the NS reference's Gram matrix is one call
+// (CpuOps::gram); upper_gram's panels serve the spectra, whose bits only feed bounds.
 //
 // Inside another parallel region (a batch of matrices, runs side by side) the team is that
 // region's thread alone: OpenMP does not nest by default, and the bits do not care.
@@ -19,13 +22,14 @@
 
 namespace nsv::detail {
 
-// Rows per panel of a product (GEMM, and the Gram matrix's panels): one panel up to 256 rows (the
-// products are below the parallel threshold there, and keep one call's bits), else halves of at
-// least 256 rows. Each panel's call packs the whole right operand again, so on one thread every
-// panel beyond the first is pure overhead (tools/bench/regression.py measures it): halves cost one
-// extra packing and still give two threads a panel each.
+// Rows per panel of a product (GEMM, and the spectra's Gram panels): one panel up to 256 rows
+// (the products are below the parallel threshold there), else two panels, the first the multiple of
+// 12 rows (the kernel's column group above) at or just above half. Each panel's call packs the whole
+// right operand again, so on one thread every panel beyond the first is pure overhead
+// (tools/bench/regression.py measures it): two panels cost one extra packing and give two threads
+// a panel each.
 inline Eigen::Index product_panel_rows(Eigen::Index rows) {
-  return rows <= 256 ? rows : std::max<Eigen::Index>(256, (rows + 1) / 2);
+  return rows <= 256 ? rows : 12 * ((rows + 23) / 24);
 }
 
 // Rows per panel of an upper triangle (panel [i0, i0 + h) x [i0, n)): one panel up to 128 rows,
