@@ -41,6 +41,7 @@ void AuditOptions::validate() const {
 
 AuditResult run_audit(const ModelConfig& model, const AuditOptions& o) {
   o.validate();
+  if (o.dp > 1) require_mesh_auditable(model);
   AuditResult res;
   res.model = model;
   res.options = o;

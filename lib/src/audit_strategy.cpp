@@ -1,8 +1,10 @@
 // One Muon matrix of the audit: its layout, what each strategy promises and costs on it, and
 // the cheapest exact strategies.
 #include <algorithm>
+#include <map>
 #include <vector>
 #include <stdexcept>
+#include <string>
 
 #include "audit_stages.hpp"
 #include "checked.hpp"
@@ -19,14 +21,48 @@ const StrategyAudit& ParamAudit::strategy(Strategy s) const {
 namespace audit_stages {
 namespace {
 
+bool same_cost(const RankCost& a, const RankCost& b) {
+  return a.flops == b.flops && a.bytes_sent == b.bytes_sent && a.bytes_received == b.bytes_received && a.messages == b.messages &&
+         a.extra_memory == b.extra_memory && a.compute_s == b.compute_s && a.latency_s == b.latency_s && a.bandwidth_s == b.bandwidth_s;
+}
+
 // Owner's cost of a step: the owning rank rotates over the matrices, so the mean over owners
-// and ranks (by_owner holds each owner's rank costs for the step totals).
+// and ranks, kept as two rank vectors (as_owner, as_member). An owner plan sees a rank only
+// through its shard's shape and whether it is the owner, so owners with the same shard shape have
+// the same plan up to swapping the two ranks: one plan per distinct shape (a layout has at most
+// three: the even width, the remainder, empty) gives every owner's costs, and the member costs of
+// the planned owners are checked to agree rather than assumed to.
 void add_owner_rotation(StrategyAudit& a, const MuonParam& p, const Layout& layout, const AuditOptions& o) {
+  const auto n = static_cast<std::size_t>(layout.tp());
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::size_t>> owners_by_shape;
+  for (std::size_t r = 0; r < n; ++r) owners_by_shape[shard_shape(layout, p.rows, p.cols, static_cast<int>(r))].push_back(r);
+  std::vector<bool> member_seen(n, false);
+  a.as_owner.resize(n);
+  a.as_member.resize(n);
   double sum = 0;
-  for (int owner = 0; owner < layout.tp(); ++owner) {
-    a.by_owner.push_back(rank_costs(plan_owner(layout, p.rows, p.cols, o.ns, o.comm, owner), o.cost));
-    for (const auto& r : a.by_owner.back()) sum += r.time_s();
+  for (const auto& [shape, owners] : owners_by_shape) {
+    const std::size_t planned = owners.front();
+    const std::vector<RankCost> costs = rank_costs(plan_owner(layout, p.rows, p.cols, o.ns, o.comm, static_cast<int>(planned)), o.cost);
+    double plan_sum = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      plan_sum += costs[r].time_s();
+      if (r == planned) continue;
+      if (!member_seen[r]) {
+        a.as_member[r] = costs[r];
+        member_seen[r] = true;
+      } else if (!same_cost(a.as_member[r], costs[r])) {
+        throw std::logic_error("audit: " + p.name + ": rank " + std::to_string(r) + "'s owner cost depends on which other rank owns it");
+      }
+    }
+    for (std::size_t owner : owners) a.as_owner[owner] = costs[planned];
+    sum += plan_sum * static_cast<double>(owners.size());
   }
+  // With one shape only, the planned owner is a member in no plan yet: one more plan, another owner.
+  for (std::size_t r = 0; r < n; ++r)
+    if (!member_seen[r] && n > 1) {
+      const std::size_t other = r == 0 ? 1 : 0;
+      a.as_member[r] = rank_cost(plan_owner(layout, p.rows, p.cols, o.ns, o.comm, static_cast<int>(other)), static_cast<int>(r), o.cost);
+    }
   a.step_share_s = sum / (double(layout.tp()) * double(layout.tp()));
 }
 

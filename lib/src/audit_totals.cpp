@@ -8,6 +8,7 @@
 // layer. Waiting at collectives beyond this sum is not modelled, and the all-to-alls are counted
 // per matrix (a batched implementation sends fewer, larger messages: fewer latencies, same bytes).
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 #include "audit_stages.hpp"
@@ -66,31 +67,66 @@ bool in_scope(const ParamAudit& pa, Scope s) { return s == Scope::all || pa.para
 
 PlanTotals totals_of(const RankSums& sums, std::size_t n, PlanTotals t);
 
+// How many of matrix i's copies over the step each rank owns under the rotation: the rotated
+// matrices of a layer take positions [0, per_layer) in layer order, matrix i's copies
+// [first, first + copies), and position k of the step (layer l: l * per_layer + the position) is
+// owned by rank k mod n. A layer's copies cover copies / n whole turns of the ranks and an arc of
+// copies % n ranks from its start, and that start repeats every n / gcd(per_layer, n) layers, so
+// one period of layers, weighted by how often each recurs, gives the counts: O(n) for any number
+// of layers and copies.
+std::vector<std::uint64_t> owned_counts(std::uint64_t first, std::uint64_t per_layer, std::uint64_t copies, std::uint64_t layers,
+                                        std::size_t n) {
+  const std::uint64_t ranks = n, arc = copies % ranks;
+  const std::uint64_t period = ranks / std::gcd(per_layer % ranks, ranks);  // gcd(0, n) = n: period 1
+  std::vector<std::int64_t> step(n + 1, 0);  // difference array of the arcs' counts
+  for (std::uint64_t l = 0; l < std::min(layers, period); ++l) {
+    const auto recurs = static_cast<std::int64_t>((layers - 1 - l) / period + 1);
+    const std::uint64_t start = (l % ranks * (per_layer % ranks) + first) % ranks, end = start + arc;
+    step[start] += recurs;
+    if (end <= ranks) {
+      step[end] -= recurs;
+    } else {
+      step[ranks] -= recurs;
+      step[0] += recurs;
+      step[end - ranks] -= recurs;
+    }
+  }
+  const std::uint64_t whole_turns = detail::checked_mul(copies / ranks, layers, "matrices per step");
+  std::vector<std::uint64_t> counts(n);
+  std::int64_t running = 0;
+  for (std::size_t r = 0; r < n; ++r) counts[r] = whole_turns + static_cast<std::uint64_t>(running += step[r]);
+  return counts;
+}
+
 PlanTotals total_plan(const std::vector<ParamAudit>& params, const std::vector<Strategy>& choice, std::int64_t layers, int tp,
                       Scope scope = Scope::all) {
   PlanTotals t;
   t.choice = choice;
   const auto n = static_cast<std::size_t>(tp);
+  const auto rotated = [&](std::size_t i) { return choice[i] == Strategy::owner && in_scope(params[i], scope); };
+  std::uint64_t per_layer = 0;  // the rotated copies of a layer
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (rotated(i)) per_layer += static_cast<std::uint64_t>(params[i].param.copies);
   RankSums sums(n);
+  std::uint64_t first = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (!in_scope(params[i], scope)) continue;
     const StrategyAudit& a = params[i].strategy(choice[i]);
     for (const auto& c : a.ranks) t.peak_extra_memory = std::max(t.peak_extra_memory, c.extra_memory);
-    const auto times = detail::checked_mul(static_cast<std::uint64_t>(layers), static_cast<std::uint64_t>(params[i].param.copies),
-                                           "matrices per step");
-    if (choice[i] != Strategy::owner)
+    const auto copies = static_cast<std::uint64_t>(params[i].param.copies);
+    const auto times = detail::checked_mul(static_cast<std::uint64_t>(layers), copies, "matrices per step");
+    if (!rotated(i)) {
       for (std::size_t r = 0; r < n; ++r) sums.add(r, a.ranks[r], times);
-  }
-  // Owners rotate over the owner-strategy matrices (every copy of each) in layer order.
-  std::uint64_t owner_k = 0;
-  for (std::int64_t l = 0; l < layers; ++l)
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      if (choice[i] != Strategy::owner || !in_scope(params[i], scope)) continue;
-      for (std::int64_t copy = 0; copy < params[i].param.copies; ++copy) {
-        const auto& costs = params[i].strategy(choice[i]).by_owner[owner_k++ % n];
-        for (std::size_t r = 0; r < n; ++r) sums.add(r, costs[r], 1);
-      }
+      continue;
     }
+    // Owners rotate over the owner-strategy matrices (every copy of each) in layer order.
+    const std::vector<std::uint64_t> owned = owned_counts(first, per_layer, copies, static_cast<std::uint64_t>(layers), n);
+    first += copies;
+    for (std::size_t r = 0; r < n; ++r) {
+      sums.add(r, a.as_member[r], times - owned[r]);
+      sums.add(r, a.as_owner[r], owned[r]);
+    }
+  }
   return totals_of(sums, n, std::move(t));
 }
 

@@ -163,16 +163,24 @@ void record_all_reduce(Ledger& ledger, std::int64_t elements, DType wire) {
 void record_all_to_all(Ledger& ledger, const std::vector<std::vector<std::int64_t>>& piece_elements, DType wire) {
   const auto n = ledger.ranks.size();
   if (piece_elements.size() != n) throw std::invalid_argument("record_all_to_all: one row of pieces per rank");
-  for (const auto& row : piece_elements)
-    if (row.size() != n) throw std::invalid_argument("all_to_all: one piece per destination");
-  for (std::size_t s = 0; s < n; ++s)
-    for (std::size_t d = 0; d < n; ++d) {
-      if (s == d || piece_elements[s][d] == 0) continue;
-      const auto b = wire_bytes(piece_elements[s][d], wire);
-      ledger.ranks[s].bytes_sent += b;
-      ledger.ranks[s].messages += 1;
-      ledger.ranks[d].bytes_received += b;
-    }
+  std::vector<PieceTransfer> pieces;
+  for (std::size_t s = 0; s < n; ++s) {
+    if (piece_elements[s].size() != n) throw std::invalid_argument("all_to_all: one piece per destination");
+    for (std::size_t d = 0; d < n; ++d) pieces.push_back({s, d, piece_elements[s][d]});
+  }
+  record_all_to_all(ledger, pieces, wire);
+}
+
+void record_all_to_all(Ledger& ledger, const std::vector<PieceTransfer>& pieces, DType wire) {
+  const auto n = ledger.ranks.size();
+  for (const PieceTransfer& p : pieces) {
+    if (p.from >= n || p.to >= n) throw std::invalid_argument("record_all_to_all: a piece names a rank outside the ledger");
+    if (p.from == p.to || p.elements == 0) continue;
+    const auto b = wire_bytes(p.elements, wire);
+    ledger.ranks[p.from].bytes_sent += b;
+    ledger.ranks[p.from].messages += 1;
+    ledger.ranks[p.to].bytes_received += b;
+  }
   ++ledger.calls[static_cast<std::size_t>(Collective::all_to_all)];
 }
 

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <queue>
+#include <string>
+#include <utility>
 #include <stdexcept>
 
+#include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 
 namespace nsv {
@@ -75,11 +79,15 @@ std::vector<int> deal(OwnerAssignment how, const std::vector<StepMatrix>& step, 
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return params[step[a].param].whole_ns_flops > params[step[b].param].whole_ns_flops;
   });
-  std::vector<double> load(static_cast<std::size_t>(dp), 0);
+  // The least-loaded index first, ties to the lowest: a heap of (load, index).
+  using Load = std::pair<double, int>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> least;
+  for (int d = 0; d < dp; ++d) least.push({0.0, d});
   for (std::size_t k : order) {
-    const auto least = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    owner[k] = static_cast<int>(least);
-    load[least] += static_cast<double>(params[step[k].param].whole_ns_flops);
+    auto [load, d] = least.top();
+    least.pop();
+    owner[k] = d;
+    least.push({load + static_cast<double>(params[step[k].param].whole_ns_flops), d});
   }
   return owner;
 }
@@ -88,6 +96,22 @@ double imbalance(const std::vector<double>& per_index) {
   const double total = std::accumulate(per_index.begin(), per_index.end(), 0.0);
   if (total == 0) return 1;
   return *std::max_element(per_index.begin(), per_index.end()) / (total / static_cast<double>(per_index.size()));
+}
+
+// The imbalance of one layer's loads, given the indices its matrices touched (every other index
+// holds 0): the same sums as imbalance() over all dp indices, in index order, without visiting
+// them, so a layer costs its own matrices and not dp. Resets the touched loads to 0.
+double layer_imbalance(std::vector<double>& load, std::vector<int>& touched, int dp) {
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  double total = 0, busiest = 0;
+  for (int d : touched) {
+    total += load[static_cast<std::size_t>(d)];
+    busiest = std::max(busiest, load[static_cast<std::size_t>(d)]);
+    load[static_cast<std::size_t>(d)] = 0;
+  }
+  touched.clear();
+  return total == 0 ? 1 : busiest / (total / static_cast<double>(dp));
 }
 
 // The busiest DP index's sum of `s`'s times over the matrices it owns.
@@ -99,19 +123,22 @@ double owner_step_time(MeshStrategy s, const std::vector<StepMatrix>& step, cons
   return *std::max_element(time.begin(), time.end());
 }
 
-OwnerLoad owner_load(OwnerAssignment how, const ModelConfig& model, const std::vector<StepMatrix>& step,
+OwnerLoad owner_load(OwnerAssignment how, const std::vector<StepMatrix>& step,
                      const std::vector<MeshParamAudit>& params, int dp) {
   const std::vector<int> owner = deal(how, step, params, dp);
   OwnerLoad load{.assignment = how, .matrices_per_step = static_cast<std::int64_t>(step.size())};
-  std::vector<double> flops(static_cast<std::size_t>(dp), 0);
-  std::vector<std::vector<double>> by_layer(static_cast<std::size_t>(model.dims.layers), std::vector<double>(static_cast<std::size_t>(dp), 0));
+  std::vector<double> flops(static_cast<std::size_t>(dp), 0), layer(static_cast<std::size_t>(dp), 0);
+  std::vector<int> touched;
   for (std::size_t k = 0; k < step.size(); ++k) {
+    if (k > 0 && step[k].layer != step[k - 1].layer)  // the step is in layer order
+      load.worst_layer_imbalance = std::max(load.worst_layer_imbalance, layer_imbalance(layer, touched, dp));
     const auto f = static_cast<double>(params[step[k].param].whole_ns_flops);
     flops[static_cast<std::size_t>(owner[k])] += f;
-    by_layer[static_cast<std::size_t>(step[k].layer)][static_cast<std::size_t>(owner[k])] += f;
+    layer[static_cast<std::size_t>(owner[k])] += f;
+    touched.push_back(owner[k]);
   }
+  load.worst_layer_imbalance = std::max(load.worst_layer_imbalance, layer_imbalance(layer, touched, dp));
   load.step_imbalance = imbalance(flops);
-  for (const auto& layer : by_layer) load.worst_layer_imbalance = std::max(load.worst_layer_imbalance, imbalance(layer));
   load.busiest_flops = static_cast<std::uint64_t>(*std::max_element(flops.begin(), flops.end()));
   load.mean_flops = std::accumulate(flops.begin(), flops.end(), 0.0) / dp;
   load.gather_step_time_s = owner_step_time({DpStage::dp_owner, Strategy::gather}, step, owner, params, dp);
@@ -155,14 +182,25 @@ const MeshStepTotals& MeshAudit::step(MeshStrategy s) const {
   throw std::logic_error("MeshAudit: strategy missing");
 }
 
+void require_mesh_auditable(const ModelConfig& model) {
+  std::int64_t per_layer = 0;
+  for (const MuonParam& p : model.layer_params()) per_layer += p.copies;
+  if (model.dims.layers > 0 && per_layer > kMaxMeshStepMatrices / model.dims.layers)
+    throw InvalidField("dp", "above 1 deals each of the step's Muon matrices to a DP index, and this model has " +
+                                 std::to_string(model.dims.layers) + " layers x " + std::to_string(per_layer) +
+                                 " matrices (expert copies counted) per step; a mesh audit takes at most " +
+                                 std::to_string(kMaxMeshStepMatrices) + ": audit it at dp 1");
+}
+
 MeshAudit audit_mesh(const ModelConfig& model, int tp, int dp, DpPartition partition, std::int64_t grain, const NsConfig& ns,
                      const CostParams& cost, const StrategyOptions& comm) {
+  require_mesh_auditable(model);
   MeshAudit audit{.tp = tp, .dp = dp, .partition = partition};
   for (const MuonParam& p : model.layer_params()) audit.params.push_back(audit_param(p, tp, dp, partition, grain, ns, cost, comm));
   const std::vector<StepMatrix> step = step_matrices(model, audit.params);
   const std::vector<int> round_robin = deal(OwnerAssignment::round_robin, step, audit.params, dp);
   for (const MeshStrategy& s : all_mesh_strategies()) audit.steps.push_back(step_totals(s, step, round_robin, audit.params, dp));
-  for (OwnerAssignment how : kAllOwnerAssignments) audit.owner_loads.push_back(owner_load(how, model, step, audit.params, dp));
+  for (OwnerAssignment how : kAllOwnerAssignments) audit.owner_loads.push_back(owner_load(how, step, audit.params, dp));
   for (const MeshStepTotals& t : audit.steps)
     if (t.applies_to_every_matrix && t.promise == Promise::bit_identical &&
         (!audit.fastest_bit_identical_step || t.step_time_s < audit.step(*audit.fastest_bit_identical_step).step_time_s))

@@ -61,10 +61,10 @@ Ledger dp_stage_ledger(DpStage stage, const MeshLayout& m, int t, int owner, DTy
     return g;
   }
   const auto n = static_cast<std::size_t>(m.dp), o = static_cast<std::size_t>(owner);
-  std::vector<std::vector<std::int64_t>> to(n, std::vector<std::int64_t>(n, 0)), back = to;
+  std::vector<PieceTransfer> to, back;
   for (std::size_t d = 0; d < n; ++d) {
-    to[d][o] = pieces[d].size();
-    back[o][d] = pieces[d].size();
+    to.push_back({d, o, pieces[d].size()});
+    back.push_back({o, d, pieces[d].size()});
   }
   record_all_to_all(g, to, wire);
   record_all_to_all(g, back, wire);

@@ -13,6 +13,8 @@
 //                  matrices, and dp_gather+gather computes the whole NS on every rank (its busiest
 //                  rank's FLOPs are ns_flops of the matrix).
 //   MA4            the JSON carries the mesh object (nsv.audit/1's "mesh", render/audit.hpp).
+//   MA5            a model whose step holds more matrices than the dealing takes
+//                  (kMaxMeshStepMatrices) is refused at dp > 1 naming the limit, and audited at dp 1.
 // Negative control: dealing the same matrices matrix-major (all q_proj first) gives another
 // round-robin imbalance, so MA1's comparison sees the order.
 #include <boost/test/unit_test.hpp>
@@ -24,6 +26,7 @@
 
 #include "audit_support.hpp"
 #include "nsv/audit.hpp"
+#include "nsv/invalid_field.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/render/audit.hpp"
 
@@ -128,6 +131,28 @@ BOOST_AUTO_TEST_CASE(MA3_dp_gather_steps_are_sums_of_their_matrices) {
   }
   for (const MeshParamAudit& pa : a.mesh->params)
     BOOST_TEST(pa.strategy({DpStage::dp_gather, Strategy::gather}).flops_max_rank == ns_flops(a.options.ns, pa.param.rows, pa.param.cols));
+}
+
+BOOST_AUTO_TEST_CASE(MA5_a_step_too_large_to_deal_is_refused_before_any_work_and_dp_1_takes_it) {
+  ModelConfig model = load_model_config(audit_props::model_path("qwen1.5-moe-a2.7b"));
+  std::int64_t per_layer = 0;
+  for (const MuonParam& p : model.layer_params()) per_layer += p.copies;
+  model.dims.layers = kMaxMeshStepMatrices / per_layer + 1;  // one layer past the limit
+  AuditOptions o;
+  o.tp = 8;
+  o.dp = 2;
+  try {
+    run_audit(model, o);
+    BOOST_FAIL("a mesh audit of " << model.dims.layers * per_layer << " matrices per step was not refused");
+  } catch (const InvalidField& e) {
+    BOOST_TEST(e.field() == "dp");
+    BOOST_TEST(std::string(e.what()).find(std::to_string(kMaxMeshStepMatrices)) != std::string::npos, e.what());
+  }
+  o.dp = 1;
+  BOOST_TEST(run_audit(model, o).totals.layers == model.dims.layers);
+  model.dims.layers -= 1;  // at the limit: dealt
+  o.dp = 2;
+  BOOST_TEST(run_audit(model, o).mesh->owner_loads.front().matrices_per_step == model.dims.layers * per_layer);
 }
 
 BOOST_AUTO_TEST_CASE(MA4_the_json_carries_the_mesh) {

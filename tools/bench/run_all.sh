@@ -19,6 +19,8 @@
 #   long, its time in reports/performance.md).
 #   STAGES=regression (never in the default) with REGRESSION_AGAINST=COMMIT[,COMMIT...]: tools/bench/regression.py
 #   builds those commits and times the reference's kernels of each beside this build, in one run.
+#   STAGES=audit_scaling (never in the default) with AUDIT_AGAINST=COMMIT: tools/bench/audit_scaling.py times
+#   `nsv audit` at the sizes that once took minutes (dp 8192, tp 1024, 100,000 layers) beside that commit's build.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build-perf}
@@ -153,6 +155,14 @@ echo "== the reference beside earlier commits' builds (tools/bench/regression.py
 rm -f "$OUT/regression.json" "$OUT/regression.md"
 $PY tools/bench/regression.py --against "$REGRESSION_AGAINST" --rounds 5 --build "$BUILD" --json "$OUT/regression.json" \
   --markdown "$OUT/regression.md"
+fi
+
+if has audit_scaling; then
+echo "== nsv audit at large meshes and models beside an earlier commit's build (tools/bench/audit_scaling.py)"
+[ -n "${AUDIT_AGAINST:-}" ] || { echo "run_all.sh: STAGES=audit_scaling needs AUDIT_AGAINST=COMMIT" >&2; exit 2; }
+rm -f "$OUT/audit_scaling.json" "$OUT/audit_scaling.md"
+$PY tools/bench/audit_scaling.py --against "$AUDIT_AGAINST" --build "$BUILD" --json "$OUT/audit_scaling.json" \
+  --markdown "$OUT/audit_scaling.md"
 fi
 
 if has optimizer; then

@@ -65,9 +65,11 @@ struct StrategyAudit {
   StrategyPlan plan;              // empty when not applicable
   std::vector<RankCost> ranks;
   double time_s = 0;              // slowest rank
-  // owner only: rank costs when rank o owns the matrix (by_owner[o][r]); `ranks` is by_owner[0],
-  // run_strategy's choice.
-  std::vector<std::vector<RankCost>> by_owner;
+  // owner only: rank r's costs when it owns the matrix (as_owner[r]) and when another rank does
+  // (as_member[r]). Every rank sends its shard to the owner and gets it back, so what a rank pays
+  // depends on the owner only through whether it is the owner (audit_strategy.cpp checks this on
+  // every owner's plan); `ranks` is owner 0's, run_strategy's choice.
+  std::vector<RankCost> as_owner, as_member;
   // What the matrix adds to an optimizer step: the slowest rank's time, except for owner, whose
   // owning rank rotates over the matrices of a step: the mean over owners and ranks. The cheapest
   // strategy of a matrix is chosen by this.

@@ -93,6 +93,14 @@ void record_all_gather(Ledger&, const std::vector<std::int64_t>& shard_elements,
 void record_all_reduce(Ledger&, std::int64_t elements, DType wire);
 // piece_elements[s][d]: elements rank s sends to rank d (the diagonal stays local).
 void record_all_to_all(Ledger&, const std::vector<std::vector<std::int64_t>>& piece_elements, DType wire);
+// The same all-to-all given by its pieces alone (absent pairs send nothing): linear in the pieces
+// where the matrix above is quadratic in the ranks, for the plans whose all-to-alls have one
+// piece per rank (an owner's, tp or dp of them).
+struct PieceTransfer {
+  std::size_t from = 0, to = 0;
+  std::int64_t elements = 0;
+};
+void record_all_to_all(Ledger&, const std::vector<PieceTransfer>& pieces, DType wire);
 
 // All ranks in this process; the reduction order is a parameter of the simulation.
 std::unique_ptr<Communicator> make_simulated_communicator(int ranks, ReductionOrder order);

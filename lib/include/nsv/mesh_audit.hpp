@@ -86,6 +86,14 @@ struct MeshAudit {
   const MeshStepTotals& step(MeshStrategy) const;
 };
 
+// The owner load balance deals every matrix of a step (every layer, every expert copy) to a DP
+// index, one by one: a mesh audit takes models of at most this many matrices per step, 2^20, about
+// 15 times the largest published MoE (Kimi K2: 61 layers x 384 experts x 3 matrices); a larger
+// one is refused before any work, naming the count (InvalidField "dp": the one-axis audit, dp 1,
+// takes any size).
+inline constexpr std::int64_t kMaxMeshStepMatrices = std::int64_t{1} << 20;
+void require_mesh_auditable(const ModelConfig&);
+
 // Each matrix's TP layout is AutoTP's (autotp_layout with `grain`); tp and dp as in AuditOptions.
 MeshAudit audit_mesh(const ModelConfig&, int tp, int dp, DpPartition, std::int64_t grain, const NsConfig&, const CostParams&,
                      const StrategyOptions&);

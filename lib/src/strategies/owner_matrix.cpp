@@ -19,11 +19,11 @@ StrategyPlan plan_owner(const Layout& layout, std::int64_t rows, std::int64_t co
   StrategyPlan plan = detail::empty_plan(Strategy::owner, tp);
   const auto owner = static_cast<std::size_t>(owner_rank);
   const auto n = static_cast<std::size_t>(tp);
-  std::vector<std::vector<std::int64_t>> to_owner(n, std::vector<std::int64_t>(n, 0)), back = to_owner;
+  std::vector<PieceTransfer> to_owner, back;
   for (std::size_t r = 0; r < n; ++r) {
     const auto [sr, sc] = shard_shape(layout, rows, cols, static_cast<int>(r));
-    to_owner[r][owner] = sr * sc;
-    back[owner][r] = sr * sc;
+    to_owner.push_back({r, owner, sr * sc});
+    back.push_back({owner, r, sr * sc});
   }
   record_all_to_all(plan.ledger, to_owner, opt.storage);
   record_all_to_all(plan.ledger, back, opt.storage);

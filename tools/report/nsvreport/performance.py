@@ -3,7 +3,8 @@
 RESULTS_DIR holds nsv_bench.json (Google Benchmark), torch.json [+ torch_4096.json] (torch_ns.py),
 sweep.jsonl, sweep_control.json, memory.jsonl, memory_call.jsonl, products_accuracy.jsonl,
 optimizer_check.json (tools/bench/optimizer_check.py, the optional stage `optimizer`), regression.md
-(tools/bench/regression.py, the optional stage `regression`), the stages'
+(tools/bench/regression.py, the optional stage `regression`), audit_scaling.md (tools/bench/audit_scaling.py, the
+optional stage `audit_scaling`), the stages'
 start stamps (stage_*) and machine.json (lscpu and nproc when the report was written; read from
 this machine when absent). Every figure of the report comes from these files; this
 module reads them into tables of numbers and verdicts, templates/performance.md.j2 writes them.
@@ -254,7 +255,8 @@ def context(res):
         memory=memory, process=process, products=products, accuracy=accuracy, overhead=overhead,
         overhead_before_label=(R.text("overhead_before.txt") or "").strip(), ref_floor=ref_floor,
         ref_bounds=ref_bound_rows(R.jsonl("ref_bounds.jsonl")), optimizer_check=R.json("optimizer_check.json") or [],
-        regression=R.text("regression.md") if os.path.exists(R.path("regression.md")) else None)
+        regression=R.text("regression.md") if os.path.exists(R.path("regression.md")) else None,
+        audit_scaling=R.text("audit_scaling.md") if os.path.exists(R.path("audit_scaling.md")) else None)
 
 
 def overhead_rows(R, summary):
