@@ -39,13 +39,10 @@ void add_owner_rotation(StrategyAudit& a, const MuonParam& p, const Layout& layo
   std::vector<bool> member_seen(n, false);
   a.as_owner.resize(n);
   a.as_member.resize(n);
-  double sum = 0;
   for (const auto& [shape, owners] : owners_by_shape) {
     const std::size_t planned = owners.front();
     const std::vector<RankCost> costs = rank_costs(plan_owner(layout, p.rows, p.cols, o.ns, o.comm, static_cast<int>(planned)), o.cost);
-    double plan_sum = 0;
     for (std::size_t r = 0; r < n; ++r) {
-      plan_sum += costs[r].time_s();
       if (r == planned) continue;
       if (!member_seen[r]) {
         a.as_member[r] = costs[r];
@@ -55,7 +52,6 @@ void add_owner_rotation(StrategyAudit& a, const MuonParam& p, const Layout& layo
       }
     }
     for (std::size_t owner : owners) a.as_owner[owner] = costs[planned];
-    sum += plan_sum * static_cast<double>(owners.size());
   }
   // With one shape only, the planned owner is a member in no plan yet: one more plan, another owner.
   for (std::size_t r = 0; r < n; ++r)
@@ -63,6 +59,10 @@ void add_owner_rotation(StrategyAudit& a, const MuonParam& p, const Layout& layo
       const std::size_t other = r == 0 ? 1 : 0;
       a.as_member[r] = rank_cost(plan_owner(layout, p.rows, p.cols, o.ns, o.comm, static_cast<int>(other)), static_cast<int>(r), o.cost);
     }
+  // Owner by owner, rank by rank: the order of the sum over every owner's plan.
+  double sum = 0;
+  for (std::size_t owner = 0; owner < n; ++owner)
+    for (std::size_t r = 0; r < n; ++r) sum += (r == owner ? a.as_owner[r] : a.as_member[r]).time_s();
   a.step_share_s = sum / (double(layout.tp()) * double(layout.tp()));
 }
 
