@@ -2,10 +2,10 @@
 # Fuzzes every parser of outside data (.npy, safetensors, model config.json, coefficient files,
 # grads.json, sweep CSVs read by --resume) with libFuzzer: builds the harnesses of fuzz/ with clang into
 # build-fuzz/ (library instrumented for coverage, AddressSanitizer and UBSan), seeds each corpus
-# from fixtures/ and fuzz/corpus/, runs each harness for the time given and prints its
-# executions, coverage and corpus size. Exit status 1 if any harness found a crash, a sanitizer
-# report, a leak, a timeout or an out-of-memory; the input that triggered it is kept in
-# build-fuzz/artifacts/ (replay: build-fuzz/fuzz/HARNESS ARTIFACT).
+# from fixtures/ and fuzz/corpus/, runs the harnesses side by side (one per core), each for the
+# time given, and prints each one's executions, coverage and corpus size. Exit status 1 if any
+# harness found a crash, a sanitizer report, a leak, a timeout or an out-of-memory; the input that
+# triggered it is kept in build-fuzz/artifacts/ (replay: build-fuzz/fuzz/HARNESS ARTIFACT).
 #
 # Usage: tools/fuzz.sh [--seconds N] [HARNESS ...]     (default: 60 s each, every harness)
 # The corpora grow in build-fuzz/corpus/ across runs.
@@ -49,23 +49,34 @@ seed fuzz_sweep_resume
 seed fuzz_safetensors "$repo"/fixtures/runs/tp2/grad.rank0.safetensors
 
 mkdir -p "$build/artifacts" "$build/logs"
+rm -f "$build"/logs/*.status
+# The harnesses run side by side, one per core: each still fuzzes for the seconds given.
+fuzz_one() {  # $1 harness: its libFuzzer run, its exit status in logs/HARNESS.status
+  set +e
+  (cd "$build" && "fuzz/$1" "corpus/$1" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+     -print_final_stats=1 -artifact_prefix="artifacts/$1-" >"logs/$1.log" 2>&1)
+  echo $? >"$build/logs/$1.status"
+}
+running=0
+for h in "${harnesses[@]}"; do
+  if ((running >= $(nproc))); then wait -n || true; running=$((running - 1)); fi
+  fuzz_one "$h" &
+  running=$((running + 1))
+done
+wait
 status=0
 printf '%-24s %12s %10s %8s %8s %s\n' harness executions exec/s cov features result
 for h in "${harnesses[@]}"; do
   log="$build/logs/$h.log"
-  set +e
-  (cd "$build" && "fuzz/$h" "corpus/$h" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-     -print_final_stats=1 -artifact_prefix="artifacts/$h-" >"$log" 2>&1)
-  rc=$?
-  set -e
+  rc=$(cat "$build/logs/$h.status")
   execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log" | tail -1)
   rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+)/\1/p' "$log" | tail -1)
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
   ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
   result=ok
-  if [ $rc -ne 0 ]; then result="FOUND A BUG (exit $rc): see build-fuzz/logs/$h.log and build-fuzz/artifacts/"; status=1; fi
+  if [ "$rc" -ne 0 ]; then result="FOUND A BUG (exit $rc): see build-fuzz/logs/$h.log and build-fuzz/artifacts/"; status=1; fi
   printf '%-24s %12s %10s %8s %8s %s\n' "$h" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result"
-  if [ $rc -ne 0 ]; then  # what went wrong and the input, so that a CI log alone says what to fix
+  if [ "$rc" -ne 0 ]; then  # what went wrong and the input, so that a CI log alone says what to fix
     grep -m 8 -E "what\(\)|ERROR|SUMMARY|runtime error|Test unit written" "$log" | sed 's/^/    /' || true
     artifact=$(sed -nE 's/.*Test unit written to (.*)$/\1/p' "$log" | tail -1)
     if [ -n "$artifact" ] && [ -f "$build/$artifact" ]; then

@@ -21,7 +21,9 @@ trap 'rm -rf "$work"' EXIT
 cp -r "$reports" "$work/reports"
 rm -rf "$work/reports/figures"
 cd "$root" || exit 1  # the scripts' default paths (tools/plot_report.py, tools/report/...) are the repository's
-for section in sweeps step diagnosis schedules gram_stability training audits; do
+# NSV_RERENDER_SECTIONS: a subset (tools/sanitize.sh's job reruns fewer under ASan; the others' engines run there
+# in their own tests).
+for section in ${NSV_RERENDER_SECTIONS:-sweeps step diagnosis schedules gram_stability training audits}; do
   plots=--no-plots
   [ "$section" = audits ] && plots=
   # shellcheck disable=SC2086 # $plots is one option or none
