@@ -2,7 +2,7 @@
 """Benchmark (not a timed test): earlier commits' builds beside the current one, side by side in one run.
 
     /usr/bin/python3 tools/bench/regression.py --against COMMIT[,COMMIT...] [--build build]
-        [--shapes 1024x4096] [--kernels standard,gram] [--rounds 3] [--overhead] [--json FILE] [--markdown FILE]
+        [--shapes 1024x4096] [--kernels standard,gram] [--rounds 3] [--overhead] [--torch] [--json FILE] [--markdown FILE]
 
 Builds each COMMIT in a git worktree of its own (BUILD/regression/COMMIT, kept for the next run), then times
 `nsv ns --steps 5 --dtype fp32 --repeat 5 --json` of every build on the same standard-normal fp32 matrix,
@@ -11,7 +11,8 @@ OPENBLAS_NUM_THREADS=1). Each row gives each build's median over the rounds (eac
 own median of 5 calls), their spread, the ratio current / earlier and whether the current output is
 bit-identical to each earlier one (a speed change with the same bits is the work around the arithmetic,
 not the arithmetic). --overhead adds the checker's overhead stage (tools/bench/nsverify_overhead.py at
-512x1024) on every build's Python package. Run it against the last landing before a stop that touches lib/, checks/ or the
+512x1024) on every build's Python package; --torch adds PyTorch 1.13's CPU NS (tools/bench/torch_ns.py) to the
+rotation, as the issue's table had it. Run it against the last landing before a stop that touches lib/, checks/ or the
 build; reports/performance.md keeps its table (--markdown writes it).
 """
 
@@ -66,6 +67,16 @@ def ns_seconds(nsv, matrix, kernel, output):
     return json.loads(out)["seconds"]
 
 
+def torch_seconds(shape, kernel, work):
+    """PyTorch 1.13's CPU NS (tools/bench/torch_ns.py's transcription of DeepSpeed's kernels) at the same shape:
+    the median of 5 calls, one thread, fp32."""
+    out = work / "torch.json"
+    out.unlink(missing_ok=True)
+    sh([sys.executable, str(ROOT / "tools/bench/torch_ns.py"), "--threads", "1", "--shapes", shape, "--kernels", kernel,
+        "--dtypes", "fp32", "--repeat", "5", "--no-sgemm", "--json", str(out)], env=dict(os.environ, **ONE_THREAD))
+    return json.loads(out.read_text())[0]["seconds_median"]
+
+
 def overhead(python_dir, tree):
     """nsverify_overhead.py's rows at 512x1024 with a build's Python package (the tree's own script)."""
     with tempfile.TemporaryDirectory(prefix="nsv-overhead-") as work:
@@ -98,6 +109,8 @@ def main():
     p.add_argument("--kernels", default="standard,gram", help="kernel list (default standard,gram)")
     p.add_argument("--rounds", type=int, default=3, help="rounds, each build once per round (default 3)")
     p.add_argument("--overhead", action="store_true", help="also the checker's overhead stage at 512x1024")
+    p.add_argument("--torch", action="store_true",
+                   help="also PyTorch's CPU NS (tools/bench/torch_ns.py) in the same rotation, a column of its own")
     p.add_argument("--json", help="write the figures here (a new file)")
     p.add_argument("--markdown", help="write the table here (a new file; for reports/performance.md)")
     a = p.parse_args()
@@ -111,7 +124,7 @@ def main():
     targets = ["nsv"] + (["_nsverify"] if a.overhead else [])
     build(ROOT, current, targets)
     trees = {sha[:10]: earlier_build(sha, current, targets) for sha in earlier}
-    names = list(trees) + ["current"]
+    names = list(trees) + ["current"] + (["PyTorch"] if a.torch else [])
     builds = {name: build_dir / "tools/nsv/nsv" for name, (_, build_dir) in trees.items()}
     builds["current"] = current / "tools/nsv/nsv"
 
@@ -126,7 +139,8 @@ def main():
                 seconds = {name: [] for name in names}
                 for k in range(a.rounds):
                     for name in names[k % len(names):] + names[:k % len(names)]:  # who goes first rotates
-                        seconds[name].append(ns_seconds(builds[name], matrix, kernel, work / f"{name}.npy"))
+                        seconds[name].append(torch_seconds(shape, kernel, work) if name == "PyTorch" else
+                                             ns_seconds(builds[name], matrix, kernel, work / f"{name}.npy"))
                         print(f"   {kernel} {shape} round {k + 1} {name}: {seconds[name][-1]:.4f} s", file=sys.stderr)
                 out = (work / "current.npy").read_bytes()
                 rows.append(dict(kernel=kernel, shape=shape, seconds={n: spread(v) for n, v in seconds.items()},
@@ -143,13 +157,15 @@ def main():
              f"({result['machine']}), {a.rounds} rounds rotating which build goes first, one thread; each figure the "
              f"median over the rounds of nsv's own median of 5 calls (`{result['command']}`), min-max in brackets; "
              "ratio: current / earlier; bits: the current output against each earlier one.", "",
-             "| kernel | shape | " + " | ".join(names) + " | " + " | ".join(f"ratio to {n}" for n in trees) + " | bits |",
-             "|---|---|" + "---|" * (2 * len(trees) + 2)]
+             "| kernel | shape | " + " | ".join(names) + " | " + " | ".join(f"ratio to {n}" for n in trees) +
+             (" | PyTorch / current" if a.torch else "") + " | bits |",
+             "|---|---|" + "---|" * (len(names) + len(trees) + 1 + a.torch)]
     for row in rows:
         t = row["seconds"]
         bits = ", ".join(f"{'identical to' if same else 'differ from'} {n}" for n, same in row["bit_identical"].items())
         table.append(f"| {row['kernel']} | {row['shape']} | " + " | ".join(cell(t[n]) for n in names) + " | " +
-                     " | ".join(f"{t['current']['median'] / t[n]['median']:.3f}" for n in trees) + f" | {bits} |")
+                     " | ".join(f"{t['current']['median'] / t[n]['median']:.3f}" for n in trees) +
+                     (f" | {t['PyTorch']['median'] / t['current']['median']:.2f}x" if a.torch else "") + f" | {bits} |")
     if a.overhead:
         over = result["overhead"]
         table += ["", "The checker's own time per case at 512x1024 (tools/bench/nsverify_overhead.py, 4 cases, the numpy "

@@ -153,7 +153,7 @@ if has regression; then
 echo "== the reference beside earlier commits' builds (tools/bench/regression.py)"
 [ -n "${REGRESSION_AGAINST:-}" ] || { echo "run_all.sh: STAGES=regression needs REGRESSION_AGAINST=COMMIT[,COMMIT...]" >&2; exit 2; }
 rm -f "$OUT/regression.json" "$OUT/regression.md"
-$PY tools/bench/regression.py --against "$REGRESSION_AGAINST" --rounds 5 --build "$BUILD" --json "$OUT/regression.json" \
+$PY tools/bench/regression.py --against "$REGRESSION_AGAINST" --rounds 5 --torch --build "$BUILD" --json "$OUT/regression.json" \
   --markdown "$OUT/regression.md"
 fi
 
