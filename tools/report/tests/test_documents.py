@@ -79,6 +79,18 @@ def test_performance_report_says_what_was_not_measured(tmp_path, monkeypatch):
     assert text.count("\nnot measured\n") == 3  # (e), (f) and (g)
 
 
+def test_performance_report_carries_the_side_by_side_benchmarks_when_run(tmp_path, monkeypatch):
+    (tmp_path / "machine.json").write_text('{"model": "m", "cores": "1", "family": "f", "cpu_model": "c"}')
+    monkeypatch.chdir(tmp_path)
+    assert "## nsv audit at large meshes" not in performance.render(".")
+    assert "regression benchmark" not in performance.render(".")
+    (tmp_path / "regression.md").write_text("| kernel | planted regression row |\n")
+    (tmp_path / "audit_scaling.md").write_text("| case | planted audit row |\n")
+    text = performance.render(".")
+    assert "## The reference beside earlier builds (regression benchmark)" in text and "| kernel | planted regression row |" in text
+    assert "## nsv audit at large meshes and models" in text and "| case | planted audit row |" in text
+
+
 def test_performance_report_judges_the_checker_overhead_per_shape(tmp_path, monkeypatch):
     (tmp_path / "machine.json").write_text('{"model": "m", "cores": "1", "family": "f", "cpu_model": "c"}')
     row = dict(code="K1", status="holds", cases=3, calls_per_case=2.0, total_s=0.3, callable_s=0.1)
