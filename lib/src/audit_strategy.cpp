@@ -21,11 +21,6 @@ const StrategyAudit& ParamAudit::strategy(Strategy s) const {
 namespace audit_stages {
 namespace {
 
-bool same_cost(const RankCost& a, const RankCost& b) {
-  return a.flops == b.flops && a.bytes_sent == b.bytes_sent && a.bytes_received == b.bytes_received && a.messages == b.messages &&
-         a.extra_memory == b.extra_memory && a.compute_s == b.compute_s && a.latency_s == b.latency_s && a.bandwidth_s == b.bandwidth_s;
-}
-
 // Owner's cost of a step: the owning rank rotates over the matrices, so the mean over owners
 // and ranks, kept as two rank vectors (as_owner, as_member). An owner plan sees a rank only
 // through its shard's shape and whether it is the owner, so owners with the same shard shape have
@@ -47,7 +42,7 @@ void add_owner_rotation(StrategyAudit& a, const MuonParam& p, const Layout& layo
       if (!member_seen[r]) {
         a.as_member[r] = costs[r];
         member_seen[r] = true;
-      } else if (!same_cost(a.as_member[r], costs[r])) {
+      } else if (a.as_member[r] != costs[r]) {
         throw std::logic_error("audit: " + p.name + ": rank " + std::to_string(r) + "'s owner cost depends on which other rank owns it");
       }
     }

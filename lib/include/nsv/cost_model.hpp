@@ -70,6 +70,7 @@ struct RankCost {
   std::uint64_t flops = 0, bytes_sent = 0, bytes_received = 0, messages = 0, extra_memory = 0;
   double compute_s = 0, latency_s = 0, bandwidth_s = 0;
   double time_s() const { return compute_s + latency_s + bandwidth_s; }
+  bool operator==(const RankCost&) const = default;
 };
 
 RankCost rank_cost(const StrategyPlan&, int rank, const CostParams&);
