@@ -2,7 +2,7 @@
 
 #include <omp.h>
 
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 
 namespace nsv::checks {
 

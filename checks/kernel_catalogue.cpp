@@ -16,7 +16,10 @@
 #include "nsv/invalid_field.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/schedule_theory.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
+#include "spectra.hpp"
+#include "svd_error.hpp"
+#include "convergence_band.hpp"
 #include "premises.hpp"
 #include "running_error.hpp"
 #include "scaling_premise.hpp"
@@ -478,7 +481,7 @@ void permutation_equivariance(const KernelUnderTest& impl, const KernelDomain& d
 
 // K5 [bounded, derived interval]. The singular values of NS(G) lie in the band the scalar map
 // phi takes the input's normalized singular values to, widened step by step by the rounding of
-// that step (convergence_band in oracle.hpp: Weyl's inequality per step, exact interval images
+// that step (convergence_band in convergence_band.hpp: Weyl's inequality per step, exact interval images
 // of each quintic). For keller x 5 and x >= 0.01 the rounding-free band is SPEC's
 // [0.682, 1.134]. Where the rounding slack is wider than the band itself (bf16, whose u = 2^-8
 // is amplified up to 486 times by the iteration; fp16 with compute accumulation) the check is
@@ -488,7 +491,7 @@ void convergence_band(const KernelUnderTest& impl, const KernelDomain& d) {
   const NsConfig cfg = draw_config(d);
   const MatD out = impl.run(g.values, cfg);
   // the spectra first where they exist (a finite output): the output's, remembered, also settles
-  // the premise's divergence test (oracle.hpp: diverged)
+  // the premise's divergence test (premises.hpp: diverged)
   const std::optional<props::BandSpectra> known = all_finite(out) ? std::optional(props::band_spectra(g.values, out, cfg)) : std::nullopt;
   if (props::outside_the_premise(g.values, cfg, {out}, [&] { return reference_output(impl, g.values, cfg, out); })) return;
   const props::BandSpectra spectra = known ? *known : props::band_spectra(g.values, out, cfg);
@@ -500,7 +503,7 @@ void convergence_band(const KernelUnderTest& impl, const KernelDomain& d) {
   for (Eigen::Index i = 0; i < sigma.size(); ++i)
     if (!(sigma(i) >= band.lo && sigma(i) <= band.hi))
       fail_predicate("singular value " + std::to_string(i) + " = " + exact(sigma(i)) + " outside the band [" + exact(band.lo) +
-                     ", " + exact(band.hi) + "] derived from the input's normalized singular values (oracle.hpp: "
+                     ", " + exact(band.hi) + "] derived from the input's normalized singular values (convergence_band.hpp: "
                      "convergence_band, Weyl's inequality per step)");
 }
 

@@ -26,7 +26,7 @@
 //
 // A first-order forward-error bound: each stage's error, magnified at most L(G) times by the
 // rest of the map, summed over the stages. It holds while the iteration stays in its basin of
-// attraction (oracle.hpp: first_order_regime); the properties check that outputs diverge only
+// attraction (premises.hpp: first_order_regime); the properties check that outputs diverge only
 // outside it. Every run prints, per bounded property, the largest measured/bound it saw.
 #include <algorithm>
 #include <cmath>
@@ -39,7 +39,8 @@
 
 #include "nsv/dtype.hpp"
 #include "nsv/kernels.hpp"
-#include "oracle.hpp"
+#include "convergence_band.hpp"
+#include "spectra.hpp"
 
 namespace nsv::props {
 

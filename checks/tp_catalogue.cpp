@@ -10,7 +10,7 @@
 #include "generators/tiers.hpp"
 #include "generators/transforms.hpp"
 #include "nsv/metrics.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 #include "sharding/allreduce_bound.hpp"
 #include "tolerances.hpp"
 

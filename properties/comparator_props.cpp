@@ -8,7 +8,7 @@
 #include "check.hpp"
 #include "generators/configs.hpp"
 #include "generators/matrices.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 
 namespace nsv::props {
 namespace {

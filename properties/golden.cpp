@@ -18,7 +18,7 @@
 #include "check.hpp"
 #include "golden_manifest.hpp"
 #include "nsv/npy.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 #include "tolerances.hpp"
 
 namespace nsv::props {

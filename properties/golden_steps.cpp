@@ -24,7 +24,7 @@
 #include "golden_manifest.hpp"
 #include "nsv/muon.hpp"
 #include "nsv/npy.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 #include "tolerances.hpp"
 
 namespace nsv::props {

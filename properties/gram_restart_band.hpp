@@ -47,7 +47,9 @@
 
 #include "nsv/dtype.hpp"
 #include "nsv/kernels.hpp"
-#include "oracle.hpp"
+#include "svd_error.hpp"
+#include "convergence_band.hpp"
+#include "premises.hpp"
 
 namespace nsv::props {
 

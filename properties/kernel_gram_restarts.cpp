@@ -19,7 +19,8 @@
 #include "generators/gram_inputs.hpp"
 #include "generators/tiers.hpp"
 #include "gram_restart_band.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
+#include "spectra.hpp"
 
 namespace nsv::props {
 namespace {

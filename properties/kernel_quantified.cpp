@@ -13,7 +13,10 @@
 #include "generators/shapes.hpp"
 #include "generators/tiers.hpp"
 #include "generators/transforms.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
+#include "spectra.hpp"
+#include "convergence_band.hpp"
+#include "premises.hpp"
 #include "tolerances.hpp"
 
 namespace nsv::props {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "check.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 #include "generators/configs.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/cost_model.hpp"
@@ -21,7 +21,7 @@ using namespace nsv;
 
 namespace {
 
-using nsv::props::cpu;  // one CPU backend per executable (oracle.hpp)
+using nsv::props::cpu;  // one CPU backend per executable (reference_runs.hpp)
 
 std::string describe(const Ledger& l) {
   std::ostringstream s;

@@ -18,7 +18,7 @@
 
 #include "audit_support.hpp"
 #include "check.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 #include "nsv/audit.hpp"  // AuditOptions: the default measurement budget
 #include "nsv/proxy_measurement.hpp"
 
@@ -27,7 +27,7 @@ using namespace nsv::audit_props;
 
 namespace {
 
-using nsv::props::cpu;  // one CPU backend per executable (oracle.hpp)
+using nsv::props::cpu;  // one CPU backend per executable (reference_runs.hpp)
 
 NsConfig fp32_gram() {
   NsConfig c;

@@ -26,7 +26,7 @@
 //       add.h, vectorized): fmadd(u, float(a), p), one rounding.
 //
 // The Newton-Schulz map itself is the one thing taken from nsv (nsv::newton_schulz on the CPU
-// backend, one matrix at a time): its kernels have their own oracles (properties/oracle.hpp,
+// backend, one matrix at a time): its kernels have their own oracles (checks/reference_runs.hpp,
 // kernel_*.cpp, golden.cpp). Everything around it is re-derived here.
 #include <Eigen/Core>
 #include <algorithm>

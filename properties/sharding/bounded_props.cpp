@@ -14,7 +14,7 @@
 #include "sharding/layout_generators.hpp"
 #include "nsv/communicator.hpp"
 #include "nsv/strategies.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 #include "sharding/allreduce_bound.hpp"
 #include "sharding/sharding_support.hpp"
 

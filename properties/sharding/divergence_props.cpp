@@ -13,7 +13,7 @@
 #include "generators/tiers.hpp"
 #include "sharding/layout_generators.hpp"
 #include "nsv/strategies.hpp"
-#include "oracle.hpp"
+#include "convergence_band.hpp"
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;

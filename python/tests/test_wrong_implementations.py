@@ -64,7 +64,7 @@ def test_the_rotations_of_k3_catch_what_permutations_cannot():
 
 def test_above_the_element_shrinking_switch_the_checks_pass_correct_and_fail_wrong_kernels():
     """A pinned shape above 128 x 128 draws seeded matrices and takes the Gram route to the bounds'
-    spectra (checks/generators/seeded_matrices.hpp, checks/oracle.hpp): a correct kernel passes there,
+    spectra (checks/generators/seeded_matrices.hpp, checks/spectra.hpp): a correct kernel passes there,
     a scaled one fails REF, a column-normalizing one K3, and a counterexample names its seed."""
     import numpy_ns
     from wrong_implementations import columns_normalized, scaled

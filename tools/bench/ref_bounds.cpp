@@ -20,7 +20,7 @@
 #include "generators/transforms.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/spectra.hpp"
-#include "oracle.hpp"
+#include "reference_runs.hpp"
 #include "tolerances.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 operators of sites.py, found with the standard library's tokenizer, so that nothing inside a
 string, a docstring or a comment is ever mutated.
 
-A site changes one physical line (sites.Site, applied by replacing that line):
+A site changes one physical line (mutation_site.Site, applied by replacing that line):
   ROR  < <=, > >=, == !=, is / is not, in / not in
   AOR  + -, * /, // *, % *, and their augmented assignments
   LCR  and / or
@@ -19,7 +19,7 @@ import keyword
 import tokenize
 from pathlib import Path
 
-from sites import Site
+from mutation_site import Site
 
 _ROR = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "=="}
 _AOR = {"+": "-", "-": "+", "*": "/", "/": "*", "//": "*", "%": "*",

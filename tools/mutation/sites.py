@@ -24,23 +24,11 @@ for comparisons or arithmetic.
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
-
-@dataclasses.dataclass(frozen=True)
-class Site:
-    path: str       # relative to the repository root, '/'-separated
-    line: int       # 1-based
-    operator: str
-    before: str     # the whole line, unmutated
-    after: str      # the whole line, mutated
-
-    @property
-    def key(self) -> str:
-        """Identifies the mutant across runs while the line is unchanged (not its number)."""
-        return f"{self.path}|{self.operator}|{self.before.strip()}|{self.after.strip()}"
+import python_sites  # Python files: their own operators on Python's tokens
+from mutation_site import Site
 
 
 def code_mask(lines: list[str]) -> list[str]:
@@ -203,7 +191,6 @@ def _statement_deletion(text: str, code: str, previous_code: str) -> str | None:
 
 def sites_of_file(root: Path, relative: str) -> list[Site]:
     if relative.endswith(".py"):
-        import python_sites  # its own operators on Python's tokens (it imports Site from here)
         return python_sites.sites_of_python_file(root, relative)
     lines = (root / relative).read_text(encoding="utf-8").split("\n")
     masked = code_mask(lines)
