@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "assertions.hpp"
@@ -25,8 +26,15 @@ MuonConfig muon_of(const NsConfig& cfg) {
   return m;
 }
 
+// The case's mesh, where it has one (the per-piece semantics are of its pieces).
+std::optional<MeshLayout> mesh_of(const TpCase& t) {
+  if (!t.dp) return std::nullopt;
+  return t.mesh();
+}
+
 bool applies(const SemanticsRecord& rec, const TpCase& t) {
-  return inapplicable_reason(rec.strategy, t.layout, t.heads_on_rows() ? t.head_dim : 0).empty();
+  const std::optional<MeshLayout> mesh = mesh_of(t);
+  return semantics_inapplicable_reason(rec, t.layout, t.heads_on_rows() ? t.head_dim : 0, mesh ? &*mesh : nullptr).empty();
 }
 
 // S of the whole-matrix semantics: the largest own error among the equivalent evaluations of
@@ -243,8 +251,35 @@ const TpProperty* find_tp_property(std::string_view name) {
 }
 
 std::vector<MatD> semantics_result(const SemanticsRecord& rec, ResultKind kind, const TpCase& t, const MatD& g, const NsConfig& cfg) {
-  return semantics_blocks(rec, kind, props::cpu(), split(g, t.layout), t.layout, t.heads_on_rows() ? t.head_dim : 0, muon_of(cfg));
+  const std::optional<MeshLayout> mesh = mesh_of(t);
+  return semantics_blocks(rec, kind, props::cpu(), split(g, t.layout), t.layout, t.heads_on_rows() ? t.head_dim : 0, muon_of(cfg),
+                          mesh ? &*mesh : nullptr);
 }
+
+namespace {
+
+// The matrices a block semantics runs NS on, each on its own: the shards, every head block of
+// them, or every mesh piece as the tensor its rank holds (a ZeRO piece: a 1 x n row).
+std::vector<MatD> ns_blocks(const SemanticsRecord& rec, const TpCase& t, const MatD& g) {
+  const std::vector<MatD> shards = split(g, t.layout);
+  std::vector<MatD> blocks;
+  if (rec.of_mesh_pieces) {
+    const MeshLayout m = t.mesh();
+    const std::vector<MatD> pieces = pieces_of_shards(shards, m);
+    for (int r = 0; r < m.size(); ++r) {
+      const std::vector<std::int64_t> shape = m.piece_shape(r);
+      blocks.push_back(shard_from_flat(pieces[static_cast<std::size_t>(r)], shape.size() == 1 ? 1 : shape[0], shape.back()));
+    }
+  } else if (rec.strategy == Strategy::per_head && t.head_dim > 0) {
+    for (const MatD& s : shards)
+      for (Eigen::Index h = 0; h + t.head_dim <= s.rows(); h += t.head_dim) blocks.push_back(s.middleRows(h, t.head_dim));
+  } else {
+    blocks = shards;
+  }
+  return blocks;
+}
+
+}  // namespace
 
 TpBound tp_bound(const TpCase& t, const MatD& g, const SemanticsRecord& rec, const NsConfig& cfg) {
   TpBound b;
@@ -253,9 +288,19 @@ TpBound tp_bound(const TpCase& t, const MatD& g, const SemanticsRecord& rec, con
     b.n1 = reduction_noise(t, g, cfg);
   } else {
     // the blocks' own error, unscaled (a scale is one factor per block)
-    const SemanticsRecord& unscaled = semantics_record(rec.strategy == Strategy::shard ? Semantics::per_shard_ns : Semantics::per_head);
+    const SemanticsRecord& unscaled = semantics_record(rec.strategy != Strategy::shard ? Semantics::per_head
+                                                       : rec.of_mesh_pieces              ? Semantics::per_piece_ns
+                                                                                         : Semantics::per_shard_ns);
     b.s = rel_diff(assemble(semantics_result(unscaled, ResultKind::ns, t, g, cfg), t.layout),
                    assemble(semantics_result(unscaled, ResultKind::ns, t, g, props::oracle_config(cfg)), t.layout));
+    // Below kTwoDrawMinSide one draw of a block's rounding can fall far below another correct
+    // evaluation's (tolerances.hpp; a ZeRO piece is a 1 x n row, whose error is its normalization's,
+    // computed more or less accurately by correct kernels): there S is at least each such block's
+    // a-priori B (rounding_bound, relative to its NS; the assembled relative error is at most the
+    // largest block's).
+    for (const MatD& block : ns_blocks(unscaled, t, g))
+      if (block.size() > 0 && std::min(block.rows(), block.cols()) < props::kTwoDrawMinSide)
+        b.s = std::max(b.s, props::rounding_bound(block, cfg));
   }
   return b;
 }

@@ -72,7 +72,7 @@ std::map<Semantics, Recomputed> recompute(const Backend& b, const MatD& blend, c
   const std::int64_t head_dim = p.heads_on_rows() ? p.head_dim : 0;
   const std::vector<MatD> shards = split(blend, layout);
   for (const SemanticsRecord& rec : semantics_records()) {
-    if (!rec.of_muon_updates || !inapplicable_reason(rec.strategy, layout, head_dim).empty()) continue;
+    if (!rec.of_muon_updates || !semantics_inapplicable_reason(rec, layout, head_dim).empty()) continue;
     MuonConfig c64 = cfg;
     c64.ns.dtype = DType::fp64;
     const MatD u32 = assemble(semantics_blocks(rec, ResultKind::muon_update, b, shards, layout, head_dim, cfg), layout);

@@ -136,8 +136,10 @@ def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect
     for NS results "whole-matrix NS", "per-shard NS", "per-head NS"; for Muon updates
     (aspect_scale=True) "whole-matrix NS, exact" (the tp-1 optimizer), "per-shard NS, local-shape
     scale" (DeepSpeed's AutoTP today), "per-shard NS, global-shape scale", "whole-matrix NS,
-    local-shape scale", "per-head NS"; and the distance to each. A layout on which fn raises is
-    listed with its error.
+    local-shape scale", "per-head NS"; on a mesh (dp >= 2) also "NS of each mesh piece" (Muon
+    updates: "NS of each mesh piece, the piece's scale"; FSDP or ZeRO combined with Muon naively,
+    a ZeRO piece orthogonalized as a 1 x n row); and the distance to each. A layout on which fn
+    raises is listed with its error.
 
     counterexamples  a folder for the failures' arrays (the input, fn's assembled output and the
             target as .npy, in a fresh subfolder, never overwriting a file); None: a new temporary folder.

@@ -86,3 +86,28 @@ def test_per_head_ns_on_head_aligned_shards_is_exact():
     result = nsverify.check_tp(numpy_tp.per_head_ns, claim="exact", target="per_head", kernel="standard")
     assert result, str(result)
     assert result.diagnosis == "per-head NS"
+
+
+def per_piece_muon_update(pieces, spec):
+    """Muon with FSDP or ZeRO, naively: every mesh rank orthogonalizes the piece it holds and scales it by
+    the piece's own shape (a ZeRO piece as a 1 x n row)."""
+    out = []
+    for p in numpy_tp.mesh_per_piece_ns(pieces, spec):
+        rows, cols = np.atleast_2d(p).shape
+        out.append((p * np.float32(np.sqrt(max(1.0, rows / cols)))).astype(np.float32) if p.size else p)
+    return out
+
+
+@pytest.mark.parametrize("partition", ["fsdp", "zero"])
+@pytest.mark.parametrize("fn, aspect_scale, named", [
+    (numpy_tp.mesh_per_piece_ns, False, "NS of each mesh piece"),
+    (per_piece_muon_update, True, "NS of each mesh piece, the piece's scale"),
+])
+def test_the_diagnosis_names_ns_of_each_mesh_piece(partition, fn, aspect_scale, named):
+    result = nsverify.check_tp(fn, claim="none", aspect_scale=aspect_scale, kernel="standard", dp=2, dp_partition=partition)
+    assert result.verdict == "NOTHING CHECKED" and result.diagnosis == named, str(result)
+
+
+def test_a_dp_gather_is_not_named_ns_of_each_mesh_piece():
+    result = nsverify.check_tp(numpy_tp.mesh_dp_gather_per_shard_ns, claim="none", kernel="standard", dp=2, dp_partition="fsdp")
+    assert result.diagnosis == "per-shard NS", str(result)
