@@ -6,6 +6,7 @@
 
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListenerAdapter.h>
+#include <rapidcheck/shrinkable/Operations.h>
 
 #include <chrono>
 #include <optional>
@@ -23,7 +24,42 @@ std::string joined(const std::vector<std::string>& tags) {
   return label;
 }
 
+thread_local bool walking = false;
+
+// RapidCheck's reproduce (reproduceProperty), with the walk to the case run as walking_to_the_replayed_case
+// says: the property's body, and so the user's code, runs in full on the replayed case only.
+rc::detail::TestResult replay_case(const rc::detail::Property& property, const std::string& id, const ReplayMap& replay) {
+  const auto it = replay.find(id);
+  if (it == replay.end()) {
+    rc::detail::SuccessResult none;  // the replay string names another property: this one runs no case
+    none.numSuccess = 0;
+    return none;
+  }
+  const rc::detail::Reproduce& r = it->second;
+  rc::Maybe<rc::Shrinkable<rc::detail::CaseDescription>> found;
+  {
+    walking = true;
+    struct Done {
+      ~Done() { walking = false; }
+    } done;
+    found = rc::shrinkable::walkPath(property(r.random, r.size), r.shrinkPath);
+  }
+  if (!found) return rc::detail::Error("the replay string's shrink path leads to no case of this property");
+  const rc::detail::CaseDescription desc = found->value();
+  if (desc.result.type != rc::detail::CaseResult::Type::Failure)
+    return rc::detail::Error("the replayed case does not fail now" +
+                             (desc.result.description.empty() ? std::string() : ": " + desc.result.description));
+  rc::detail::FailureResult failure;
+  failure.numSuccess = 0;
+  failure.description = desc.result.description;
+  failure.reproduce = r;
+  failure.counterExample = desc.example();
+  return failure;
+}
+
 }  // namespace
+
+bool walking_to_the_replayed_case() { return walking; }
 
 std::string_view status_name(Status s) {
   switch (s) {
@@ -80,14 +116,15 @@ PropertyOutcome run_property(const std::string& id, const std::function<void()>&
   int cases_checked = 0;
   ShrinkBudget budget(settings.shrink_seconds);
   const auto one_case = [&] {
+    if (walking) return body();  // the draws on the way to a replayed case: no budget, no count
     case_log().checked = 0;
     budget.run(body);
     if (case_log().checked > 0 && !budget.failed()) ++cases_checked;
   };
   const auto start = std::chrono::steady_clock::now();
   const auto property = rc::detail::toProperty(one_case);
-  const rc::detail::TestResult result = replay ? rc::detail::checkProperty(property, metadata, params, listener, *replay)
-                                               : rc::detail::checkProperty(property, metadata, params, listener);
+  const rc::detail::TestResult result =
+      replay ? replay_case(property, id, *replay) : rc::detail::checkProperty(property, metadata, params, listener);
   case_log().matrices = {};  // the noted matrices' storage goes with the run (a failure has its own copies)
   PropertyOutcome out;
   out.id = id;

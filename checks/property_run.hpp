@@ -66,6 +66,12 @@ struct PropertyOutcome {
   double seconds = 0;
 };
 
+// True while a replay walks RapidCheck's shrink path to its case. An exec-style property's shrinks
+// are found by running its body, so the walk runs the body once per step on the way: for its draws
+// only. An implementation that runs a user's code then hands back its input as a stand-in
+// (the identity), so that the user's code runs on the replayed case alone.
+bool walking_to_the_replayed_case();
+
 // `replay`: run only the reproduced case (the map's entry for `id`). Exceptions other than
 // RapidCheck's own failures (a std::exception from the implementation under test) fail the case
 // with their message, as RapidCheck does.

@@ -46,29 +46,33 @@ inline rc::Gen<double> order_sensitive_values() {
   return rc::gen::weightedOneOf<double>({{3, spread}, {2, near_one}});
 }
 
+// The values of tp ranks' rows x cols buffers on `wire`.
+inline rc::Gen<RankBuffers> rank_buffers_shaped(int tp, int rows, int cols, DType wire) {
+  const auto n = static_cast<std::size_t>(rows * cols);
+  auto buffers = rc::gen::container<std::vector<std::vector<double>>>(
+      static_cast<std::size_t>(tp), rc::gen::container<std::vector<double>>(n, order_sensitive_values()));
+  // Cancellations: for some elements, rank b's value becomes -(rank a's).
+  auto negations = rc::gen::container<std::vector<std::tuple<std::size_t, int, int>>>(
+      rc::gen::tuple(rc::gen::inRange<std::size_t>(0, n), rc::gen::inRange(0, tp), rc::gen::inRange(0, tp)));
+  return rc::gen::map(rc::gen::pair(buffers, negations), [=](const auto& drawn) {
+    RankBuffers b{tp, rows, cols, wire, drawn.first};
+    for (const auto& [i, from, to] : drawn.second)
+      if (from != to) b.values[static_cast<std::size_t>(to)][i] = -b.values[static_cast<std::size_t>(from)][i];
+    for (auto& rank : b.values)
+      for (double& v : rank) v = representable_in(wire, v);
+    return b;
+  });
+}
+
 // tp in [min_tp, max_tp]; shapes up to 4 x 9 (element counts below, at and above tp, so ring
 // chunks are empty, single and uneven).
 inline rc::Gen<RankBuffers> rank_buffers(int min_tp, int max_tp, std::vector<DType> wires) {
-  return rc::gen::mapcat(
-      rc::gen::tuple(rc::gen::inRange(min_tp, max_tp + 1), rc::gen::inRange(1, 5), rc::gen::inRange(1, 10),
-                     rc::gen::elementOf(wires)),
-      [](const std::tuple<int, int, int, DType>& shape) {
-        const auto [tp, rows, cols, wire] = shape;
-        const auto n = static_cast<std::size_t>(rows * cols);
-        auto buffers = rc::gen::container<std::vector<std::vector<double>>>(
-            static_cast<std::size_t>(tp), rc::gen::container<std::vector<double>>(n, order_sensitive_values()));
-        // Cancellations: for some elements, rank b's value becomes -(rank a's).
-        auto negations = rc::gen::container<std::vector<std::tuple<std::size_t, int, int>>>(
-            rc::gen::tuple(rc::gen::inRange<std::size_t>(0, n), rc::gen::inRange(0, tp), rc::gen::inRange(0, tp)));
-        return rc::gen::map(rc::gen::pair(buffers, negations), [=](const auto& drawn) {
-          RankBuffers b{tp, rows, cols, wire, drawn.first};
-          for (const auto& [i, from, to] : drawn.second)
-            if (from != to) b.values[static_cast<std::size_t>(to)][i] = -b.values[static_cast<std::size_t>(from)][i];
-          for (auto& rank : b.values)
-            for (double& v : rank) v = representable_in(wire, v);
-          return b;
-        });
-      });
+  return rc::gen::mapcat(rc::gen::tuple(rc::gen::inRange(min_tp, max_tp + 1), rc::gen::inRange(1, 5), rc::gen::inRange(1, 10),
+                                        rc::gen::elementOf(wires)),
+                         [](const std::tuple<int, int, int, DType>& shape) {
+                           const auto [tp, rows, cols, wire] = shape;
+                           return rank_buffers_shaped(tp, rows, cols, wire);
+                         });
 }
 
 inline void showValue(const RankBuffers& b, std::ostream& os) {

@@ -13,6 +13,7 @@
 //                  matrices, and dp_gather+gather computes the whole NS on every rank (its busiest
 //                  rank's FLOPs are ns_flops of the matrix).
 //   MA4            the JSON carries the mesh object (nsv.audit/1's "mesh", render/audit.hpp).
+//   MA6 (exact)    the step shares and dp_owner step times from the per-matrix times (closed forms).
 //   MA5            a model whose step holds more matrices than the dealing takes
 //                  (kMaxMeshStepMatrices) is refused at dp > 1 naming the limit, and audited at dp 1.
 // Negative control: dealing the same matrices matrix-major (all q_proj first) gives another
@@ -131,6 +132,43 @@ BOOST_AUTO_TEST_CASE(MA3_dp_gather_steps_are_sums_of_their_matrices) {
   }
   for (const MeshParamAudit& pa : a.mesh->params)
     BOOST_TEST(pa.strategy({DpStage::dp_gather, Strategy::gather}).flops_max_rank == ns_flops(a.options.ns, pa.param.rows, pa.param.cols));
+}
+
+// MA6 (closed forms) the shares a step is judged by, recomputed from the per-matrix times alone at
+// tp 8 x dp 2 and 64 (so that dividing over the wrong axis shows): dealt round-robin layer by layer
+// (copies included), a dp_owner strategy's step is its busiest DP index's summed owner time, and its
+// per-matrix step shares sum to the mean over the DP indices; any other strategy's shares sum to its
+// step time (every rank runs every matrix).
+BOOST_AUTO_TEST_CASE(MA6_step_shares_and_owner_step_times_against_their_closed_forms) {
+  for (const int dp : {2, 64}) {
+    const AuditResult a = mesh_audit("llama-3-70b", dp);
+    BOOST_TEST_REQUIRE(a.mesh.has_value());
+    for (const MeshStepTotals& t : a.mesh->steps) {
+      if (!t.applies_to_every_matrix) continue;
+      std::vector<double> owner_time(static_cast<std::size_t>(dp), 0);
+      double shares = 0;
+      std::size_t k = 0;
+      for (std::int64_t l = 0; l < a.model.dims.layers; ++l)
+        for (const MeshParamAudit& pa : a.mesh->params)
+          for (std::int64_t c = 0; c < pa.param.copies; ++c, ++k) {
+            owner_time[k % static_cast<std::size_t>(dp)] += pa.strategy(t.strategy).time_s;
+            shares += pa.strategy(t.strategy).step_share_s;
+          }
+      const double total = std::accumulate(owner_time.begin(), owner_time.end(), 0.0);
+      BOOST_TEST_CONTEXT("dp " << dp << ", " << mesh_strategy_name(t.strategy)) {
+        if (t.strategy.stage == DpStage::dp_owner) {
+          BOOST_TEST(t.step_time_s == *std::max_element(owner_time.begin(), owner_time.end()), boost::test_tools::tolerance(1e-12));
+          BOOST_TEST(shares == total / dp, boost::test_tools::tolerance(1e-12));
+        } else {
+          BOOST_TEST(t.step_time_s == total, boost::test_tools::tolerance(1e-12));
+          BOOST_TEST(shares == total, boost::test_tools::tolerance(1e-12));
+        }
+      }
+    }
+    const OwnerLoad& rr = load_of(*a.mesh, OwnerAssignment::round_robin);
+    BOOST_TEST(rr.owner_step_time_s == a.mesh->step({DpStage::dp_owner, Strategy::owner}).step_time_s);
+    BOOST_TEST(rr.gather_step_time_s == a.mesh->step({DpStage::dp_owner, Strategy::gather}).step_time_s);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(MA5_a_step_too_large_to_deal_is_refused_before_any_work_and_dp_1_takes_it) {

@@ -184,6 +184,38 @@ NSV_PROPERTY(O1d_at_tp_2_all_orders_agree_bit_for_bit, ()) {
   for (ReductionOrder order : kOrders) RC_ASSERT_BIT_IDENTICAL(communicator_all_reduce<float>(b, order), rank_order, b.wire, at(b, order));
 }
 
+// The columns c <= 3 tp of a rows x c buffer of n = rows c elements with n mod tp = r (0: none).
+namespace {
+int cols_with_remainder(int rows, int tp, int r) {
+  for (int c = 1; c <= 3 * tp; ++c)
+    if ((rows * c) % tp == r && rows * c > tp) return c;
+  return 0;
+}
+}  // namespace
+
+// O1e every order at every tp the oracle spells out and every block split the ring orders make
+// (n mod tp = 0 .. tp-1, in one row and, where the remainder can be made so, in two), on 20 drawn
+// buffers each: O1a and O1b draw tp and shape at random, and reach a given (order, tp, n mod tp)
+// rarely.
+BOOST_AUTO_TEST_CASE(O1e_every_order_at_every_tp_and_every_block_split_adds_in_the_documented_order) {
+  constexpr int kDraws = 20;
+  for (int tp = 2; tp <= 8; ++tp)
+    for (int r = 0; r < tp; ++r)
+      for (const int rows : {1, 2}) {
+        const int cols = cols_with_remainder(rows, tp, r);
+        if (cols == 0) continue;
+        const auto gen = nsv::props::rank_buffers_shaped(tp, rows, cols, DType::fp32);
+        for (int seed = 0; seed < kDraws; ++seed) {
+          const RankBuffers b = nsv::props::sample(gen, static_cast<std::uint64_t>(seed));
+          for (ReductionOrder order : kOrders) {
+            const std::string diff = nsv::props::bit_difference(communicator_all_reduce<float>(b, order),
+                                                                oracle_all_reduce<float>(b, order), DType::fp32);
+            BOOST_REQUIRE_MESSAGE(diff.empty(), at(b, order) << ", " << rows << "x" << cols << ", draw " << seed << ": " << diff);
+          }
+        }
+      }
+}
+
 // Negative control: the comparison can fail. For every pair of distinct orders, some drawn input
 // at tp >= 3 gives different bits (counted over 300 draws, so an oracle written for the wrong
 // order would be caught); and the oracle of one order never silently matches another's sum on

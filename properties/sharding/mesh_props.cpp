@@ -21,6 +21,7 @@
 // claimed exact on a layout where it is not is refused by its promise (mesh+shard is inexact
 // wherever two ranks hold something).
 #include <boost/test/unit_test.hpp>
+#include <map>
 
 #include <algorithm>
 #include <cstdint>
@@ -126,6 +127,19 @@ NSV_PROPERTY(MS0_pieces_tile_every_shard_and_the_matrix_comes_back, ()) {
     RC_ASSERT(left == 0);
   }
   if (c.partition == DpPartition::fsdp) RC_ASSERT(m.rectangular());
+  // rectangular() against the elements themselves: every non-empty piece covers each row it
+  // touches in full (a ZeRO piece that cuts a row is not a block of whole rows).
+  bool whole_rows = true;
+  for (int t = 0; t < m.tp_size(); ++t) {
+    const std::int64_t cols = m.shard_shape(t).second;
+    for (const Range& p : m.pieces[static_cast<std::size_t>(t)]) {
+      std::map<std::int64_t, std::int64_t> per_row;
+      for (std::int64_t e = p.begin; e < p.end; ++e) ++per_row[e / cols];
+      for (const auto& [row, elements] : per_row) whole_rows = whole_rows && elements == cols;
+    }
+  }
+  RC_CLASSIFY(!whole_rows, "a piece cuts a row");
+  RC_ASSERT(m.rectangular() == whole_rows);
   const MatD g = c.matrix();
   const std::vector<MatD> pieces = split_mesh(g, m);
   RC_ASSERT_BIT_IDENTICAL(assemble_mesh(pieces, m), g, DType::fp32, "assemble_mesh(split_mesh(g))");

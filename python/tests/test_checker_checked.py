@@ -4,13 +4,14 @@ the classes of checker bugs that survived mutation testing.
 1. REF judges a kernel by the dtype it claims: a kernel computing in a coarser dtype than it claims
    fails, one checked in the dtype it computes in passes (every claimed x computed pair).
 2. A replay runs exactly the one shrunk case: as many calls of fn as that case makes, each handed
-   the saved counterexample input bit for bit (strict xfail where the case was shrunk: a replay
-   re-runs the whole shrink path today).
+   the saved counterexample input bit for bit, also where the case was shrunk (the walk down
+   RapidCheck's shrink path runs the property for its draws only, fn not called).
 3. Pinned shapes with heads and GQA KV heads hand fn the head geometry and AutoTP's KV-group shards,
    checked against an independent implementation of AutoTP's rule (nsverify.torch.check_tp: the
    check whose scope pins shape, heads and kv_heads; skipped without torch).
 4. nsv sweep --json runs the Cartesian product of what it was given, minus its skip rules, and
-   echoes the lists.
+   echoes the lists; nsv shard --json echoes the head geometry it was given and promises only
+   against the strategy's own target.
 5. nsv ns --output writes the bits of the dtype's round-to-nearest-even, read back by a reader
    written here (no nsv command writes safetensors: the library's writer has no CLI caller).
 """
@@ -147,15 +148,13 @@ def test_a_replay_ends_on_the_saved_case_and_runs_no_other_drawn_case(tmp_path, 
             assert len(inputs) == len(saved[name]), (name, len(inputs), saved[name])
 
 
-@pytest.mark.xfail(strict=True, reason="a replay re-runs every failing case on the shrink path (RapidCheck's walkPath), "
-                                       "fn first handed the unshrunk input, though check_kernel's replay= promises "
-                                       "exactly that shrunk case")
 def test_a_replay_of_a_shrunk_case_runs_that_case_alone(tmp_path):
     first, saved, handed = first_failure_and_replays(tmp_path, shrink_seconds=1)
     for name in REPLAYED:
         assert first[name].calls > (first[name].cases + 1) * len(saved[name]), name  # shrinking ran cases
         assert len(handed[name]) == len(saved[name]), (name, len(handed[name]), len(saved[name]))
-        assert same_bits(handed[name][0], np.load(saved[name][0])), name
+        for got, path in zip(handed[name], saved[name]):
+            assert same_bits(got, np.load(path)), (name, path)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -289,6 +288,35 @@ def test_sweep_json_runs_the_product_of_its_lists_minus_the_skip_rules():
 
 
 # ------------------------------------------------------------------------------------------------
+# 4b. nsv shard --json echoes the layout it was given, and promises only against the strategy's own
+#     target (gather compared with per-head NS promises nothing).
+
+def run_shard(*flags):
+    out = subprocess.run([NSV, "shard", "--shape=32x24", "--kernel=standard", "--json", *flags],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("tp, heads, kv_heads", [(2, 8, 2), (4, 4, 4), (2, 16, 4)])
+def test_shard_json_echoes_the_head_geometry_it_was_given(tp, heads, kv_heads):
+    doc = run_shard(f"--tp={tp}", f"--heads={heads}", f"--kv-heads={kv_heads}", "--strategy=per_head")
+    assert (doc["heads"], doc["kv_heads"], doc["head_dim"], doc["tp"]) == (heads, kv_heads, 32 // heads, tp), doc
+    assert doc["shard_sizes"] == autotp_kv_group_widths(32, heads, kv_heads, tp), doc
+
+
+@pytest.mark.parametrize("strategy, target, promise", [
+    ("gather", "whole", "bit_identical"), ("gather", "per_head", "inexact"), ("per_head", "per_head", "bit_identical"),
+    ("per_head", "whole", "inexact"), ("shard", "whole", "inexact"), ("owner", "whole", "bit_identical"),
+    ("gram_allreduce", "whole", "exact_in_exact_arithmetic"), ("gram_allreduce", "per_head", "inexact")])
+def test_shard_json_promises_only_against_the_strategys_own_target(strategy, target, promise):
+    doc = run_shard("--tp=2", "--heads=4", f"--strategy={strategy}", f"--target={target}")
+    assert (doc["strategy"], doc["target"], doc["promise"]) == (strategy, target, promise), doc
+    if promise == "bit_identical":
+        assert doc["bit_identical"], doc
+
+
+# ------------------------------------------------------------------------------------------------
 # 5. nsv ns --output on values that need rounding, read back by a reader written here.
 
 def read_npy_bits(path):
@@ -381,3 +409,24 @@ def test_ns_output_holds_the_round_to_nearest_even_bits_of_the_dtype(tmp_path, d
         header, data = read_npy_bits(written)
         assert header["descr"] == "<f4" and tuple(header["shape"]) == given.shape, header  # float32 for every dtype but fp64
         assert np.array_equal(data, want), (dtype, name, np.argwhere(data != want)[:5])
+
+
+def test_a_tp_replay_calls_fn_on_its_one_case_only():
+    """check_tp's replay of a shrunk S5 failure (one call per case): fn is called once, on the shards
+    of the shrunk case (the first run's failing case and the replay's are the same)."""
+    import numpy_tp
+    seen = []
+
+    def per_shard_recorded(shards, spec):
+        seen.append((spec.rows, spec.cols, spec.tp, [np.array(s, copy=True) for s in shards]))
+        return numpy_tp.per_shard_ns(shards, spec)
+
+    args = dict(claim="rounding", kernel="standard", diagnosis_cases=0, shrink_seconds=1)
+    first = nsverify.check_tp(per_shard_recorded, **args)
+    failed = [p for p in first.properties if p.status == "fails"]
+    assert failed and failed[0].replay, str(first)
+    calls_first = len(seen)
+    seen.clear()
+    again = nsverify.check_tp(per_shard_recorded, replay=failed[0].replay, **args)
+    assert again[failed[0].name].status == "fails" and again[failed[0].name].message == failed[0].message, str(again)
+    assert calls_first > 1 + failed[0].cases and len(seen) == 1, (calls_first, len(seen))
