@@ -267,8 +267,8 @@ std::vector<MatD> ns_blocks(const SemanticsRecord& rec, const TpCase& t, const M
     const MeshLayout m = t.mesh();
     const std::vector<MatD> pieces = pieces_of_shards(shards, m);
     for (int r = 0; r < m.size(); ++r) {
-      const std::vector<std::int64_t> shape = m.piece_shape(r);
-      blocks.push_back(shard_from_flat(pieces[static_cast<std::size_t>(r)], shape.size() == 1 ? 1 : shape[0], shape.back()));
+      const auto [rows, cols] = m.piece_matrix_shape(r);
+      blocks.push_back(shard_from_flat(pieces[static_cast<std::size_t>(r)], rows, cols));
     }
   } else if (rec.strategy == Strategy::per_head && t.head_dim > 0) {
     for (const MatD& s : shards)

@@ -87,6 +87,11 @@ std::vector<std::int64_t> MeshLayout::piece_shape(int m) const {
   return {rows, cols};
 }
 
+std::pair<std::int64_t, std::int64_t> MeshLayout::piece_matrix_shape(int m) const {
+  if (partition == DpPartition::zero) return {1, piece(m).size()};
+  return block_shape(m);
+}
+
 MeshLayout mesh_layout(const Layout& tp, std::int64_t rows, std::int64_t cols, int dp, DpPartition partition) {
   if (rows < 0 || cols < 0) throw InvalidField("shape", "must have sides >= 0, got " + shape_text(rows, cols));
   if ((tp.axis == 0 ? rows : cols) != tp.dim)

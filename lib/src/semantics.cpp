@@ -53,7 +53,7 @@ std::string semantics_inapplicable_reason(const SemanticsRecord& rec, const Layo
 
 namespace {
 
-// `rec`'s result on one matrix of one rank (a shard, or a piece as the matrix it is).
+// `rec`'s result on `shards` laid out by `layout` (per_piece_blocks: one piece as a one-rank shard).
 std::vector<MatD> one_rank_blocks(const SemanticsRecord& rec, ResultKind kind, const Backend& b, const std::vector<MatD>& shards,
                                   const Layout& layout, std::int64_t head_dim, const MuonConfig& cfg) {
   if (kind == ResultKind::ns) return run_strategy(rec.strategy, b, ShardedMatrix{shards, layout, head_dim}, cfg.ns).outputs;
@@ -62,14 +62,13 @@ std::vector<MatD> one_rank_blocks(const SemanticsRecord& rec, ResultKind kind, c
   return sharded_update_from_blends(b, shards, layout, head_dim, rec.strategy, c).updates;
 }
 
-// Every mesh rank's piece as the tensor a framework holds for it (a ZeRO piece: a 1 x n row), run
-// as a one-rank shard, and the TP shards reassembled from the results.
+// Every mesh rank's piece as a matrix (piece_matrix_shape), run as a one-rank shard, and the TP
+// shards reassembled from the results.
 std::vector<MatD> per_piece_blocks(const SemanticsRecord& rec, ResultKind kind, const Backend& b, const std::vector<MatD>& shards,
                                    const MeshLayout& mesh, const MuonConfig& cfg) {
   std::vector<MatD> pieces = pieces_of_shards(shards, mesh);
   for (int r = 0; r < mesh.size(); ++r) {
-    const std::vector<std::int64_t> shape = mesh.piece_shape(r);
-    const std::int64_t rows = shape.size() == 1 ? 1 : shape[0], cols = shape.back();
+    const auto [rows, cols] = mesh.piece_matrix_shape(r);
     if (rows * cols == 0) continue;  // an empty piece: nothing to orthogonalize
     const MatD piece = shard_from_flat(pieces[static_cast<std::size_t>(r)], rows, cols);
     const MatD result = one_rank_blocks(rec, kind, b, {piece}, contiguous_layout(0, {rows}), 0, cfg).front();

@@ -194,10 +194,12 @@ RunDump restepped(const RunDump& dump, const Diagnosis& shape, int tp, Strategy 
     }
     // per-head runs step a matrix without heads as gather, with the whole matrix's scale (as the
     // checked-in per_head runs step o_proj)
-    if (strategy == Strategy::per_head && !heads) c.scale_from = ScaleFrom::global;
-    const std::vector<MatD> updates = sharded_update_from_blends(*make_cpu_backend(), blends, layout, heads ? p.param.head_dim : 0,
-                                                                 heads || strategy != Strategy::per_head ? strategy : Strategy::gather, c)
-                                          .updates;
+    const bool as_gather = strategy == Strategy::per_head && !heads;
+    if (as_gather) c.scale_from = ScaleFrom::global;
+    const std::vector<MatD> updates =
+        sharded_update_from_blends(*make_cpu_backend(), blends, layout, heads ? p.param.head_dim : 0,
+                                   as_gather ? Strategy::gather : strategy, c)
+            .updates;
     for (int r = 0; r < tp; ++r) {
       MatD after = weights[static_cast<std::size_t>(r)];
       apply_update(after, updates[static_cast<std::size_t>(r)], c);

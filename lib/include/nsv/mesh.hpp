@@ -57,6 +57,9 @@ struct MeshLayout {
   // block.
   std::pair<std::int64_t, std::int64_t> block_shape(int mesh_rank) const;
   std::vector<std::int64_t> piece_shape(int mesh_rank) const;
+  // The piece as a matrix: ZeRO's flat piece as a 1 x n row, FSDP2's block (what NS of the piece
+  // runs on).
+  std::pair<std::int64_t, std::int64_t> piece_matrix_shape(int mesh_rank) const;
 };
 
 // Throws nsv::InvalidField naming `dp` (1..kMaxDp) or `shape` (a side < 0, or the layout's split
