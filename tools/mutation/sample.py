@@ -141,6 +141,11 @@ class Scratch:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
+        # The gate has tests of a checkout (`git ls-files reports`): the scratch tree's index
+        # lists what the repository's does.
+        if not (self.tree / ".git").exists():
+            subprocess.run(["git", "init", "-q", str(self.tree)], check=True)
+        subprocess.run(["git", "-C", str(self.tree), "add", "-A"], check=True)
 
     def configure(self) -> None:
         if (self.build / "build.ninja").exists():
