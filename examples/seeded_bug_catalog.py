@@ -1,5 +1,5 @@
 """The seeded bugs, each with the check that must catch it and the property that does: one table,
-read by the gate (python/tests/test_seeded_bugs.py) and the report (python/report/write_report.py)."""
+read by the gate (python/tests/test_seeded_bugs.py) and the report (tools/report/python_checks_report.py)."""
 
 import numpy_tp
 import seeded_kernel_bugs as kernel_bugs

@@ -7,7 +7,7 @@ the hard-coded bfloat16, so that the same algorithm runs in bf16 and in fp32. Ev
 kept as published, including what the checks may find: in-place operations on the input,
 eps added or clamped, fused addmm, the transpose as a view, what they accept (2-D or batched,
 which input dtypes). reports/torch/README.md is what the properties say about each
-(python/report/write_torch_report.py).
+(tools/report/torch_checks_report.py).
 """
 
 import pathlib

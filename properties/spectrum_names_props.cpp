@@ -1,7 +1,7 @@
 // Spectrum names as users write them (`--spectrum`, sweep CSVs, report plans): parse_spectrum
 // reads what Spectrum::text writes, and the documented forms mean what the documentation says.
 //
-// Why this is not checked elsewhere: the matrix properties (foundation.cpp) draw Spectrum
+// Why this is not checked elsewhere: the matrix properties (foundation/generators_props.cpp) draw Spectrum
 // values directly, so a name that parses to the wrong kind (powerlaw:1 read as gaussian) would
 // give every sweep a different input than its CSV says, with no property failing. The oracle is
 // the grammar of spectra.hpp and the README, written out below as literal cases; the round trip

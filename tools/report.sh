@@ -3,8 +3,8 @@
 # CSV/JSON data and report.json, then the figures (tools/plot_report.py, matplotlib) and
 # README.md rendered from report.json (tools/report/render_report.py, Jinja2); Dao-AILab's Gram
 # stress test (--only gram_stress); then reports/mpi/
-# (tools/mpi_orders.sh); then reports/python/ (python/report/write_report.py), reports/torch/
-# (python/report/write_torch_report.py) and reports/optimizers/ (python/report/write_optimizer_report.py),
+# (tools/mpi_orders.sh); then reports/python/ (tools/report/python_checks_report.py), reports/torch/
+# (tools/report/torch_checks_report.py) and reports/optimizers/ (tools/report/optimizer_checks_report.py),
 # these two where torch imports.
 # Extra arguments go to `nsv report` (e.g. --quick, --out-dir DIR).
 set -euo pipefail
@@ -24,14 +24,14 @@ if [ $# -eq 0 ]; then "$build/tools/nsv/nsv" report --only gram_stress; fi
 NSV_BUILD_DIR="$build" "$repo/tools/mpi_orders.sh"
 # The Python checks on the shipped numpy implementations, seeded bugs and (where torch imports)
 # DeepSpeed's kernels -> reports/python/.
-if [ $# -eq 0 ]; then PYTHONPATH="$build/python" /usr/bin/python3 "$repo/python/report/write_report.py" --out "$repo/reports/python"; fi
+if [ $# -eq 0 ]; then PYTHONPATH="$build/python" /usr/bin/python3 "$repo/tools/report/python_checks_report.py" --out "$repo/reports/python"; fi
 # nsverify.torch's checks on PyTorch code (real gloo ranks, public NS routines) -> reports/torch/
 # (about 4 minutes), where Debian's interpreter imports torch.
 if [ $# -eq 0 ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  PYTHONPATH="$build/python" /usr/bin/python3 "$repo/python/report/write_torch_report.py" --out "$repo/reports/torch"
+  PYTHONPATH="$build/python" /usr/bin/python3 "$repo/tools/report/torch_checks_report.py" --out "$repo/reports/torch"
 fi
 # nsverify.torch.check_optimizer on the optimizer catalogue (examples/optimizers) and the seed's figure
 # reproduced -> reports/optimizers/, where Debian's interpreter imports torch.
 if [ $# -eq 0 ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  PYTHONPATH="$build/python" /usr/bin/python3 "$repo/python/report/write_optimizer_report.py" --out "$repo/reports/optimizers"
+  PYTHONPATH="$build/python" /usr/bin/python3 "$repo/tools/report/optimizer_checks_report.py" --out "$repo/reports/optimizers"
 fi

@@ -31,7 +31,7 @@ export LSAN_OPTIONS="suppressions=$repo/tools/sanitizers/lsan.supp:print_suppres
 # engine over the training checkpoints, which the step section runs sanitized, and it is the
 # largest part of the job's longest test. (gram_stability stays: its figure is drawn from its rerun.)
 export NSV_RERENDER_SECTIONS="sweeps step diagnosis schedules gram_stability audits"
-# The exhaustive walk over every float of properties/foundation.cpp (arithmetic on registers alone)
+# The exhaustive walk over every float of properties/foundation/rounding_props.cpp (arithmetic on registers alone)
 # is left to the gate: a build with AddressSanitizer disables it (__SANITIZE_ADDRESS__).
 # python_nsverify_wrong_implementations is left to the gate too: it runs the whole catalogue of
 # wrong and correct implementations through the same bindings and checks that the other Python

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "nsv/coeffs.hpp"
 #include "nsv/strategy.hpp"
@@ -38,14 +39,16 @@ json strategy_table(const StepRuns& steps, const StepOutcome& today, int tp) {
 
 // Bit-identical results of the all-reduce strategies, with what the same pair gives at the next tp.
 json coincidences(const StepRuns& steps, int tp) {
-  const std::vector<int> tps = step_tps(steps);
-  const auto next = std::upper_bound(tps.begin(), tps.end(), tp);
+  // The next larger tp the runs have, whatever order they list them in.
+  std::optional<int> next;
+  for (int t : step_tps(steps))
+    if (t > tp && (!next || t < *next)) next = t;
   json out = json::array();
   for (Strategy s : kAllStrategies) {
     if (strategy_record(s).operand != Operand::sharded_frame) continue;
     const std::string name(strategy_name(s));
     const StepOutcome* here = find_step(steps, tp, name, ScaleFrom::global);
-    const StepOutcome* there = next == tps.end() ? nullptr : find_step(steps, *next, name, ScaleFrom::global);
+    const StepOutcome* there = next ? find_step(steps, *next, name, ScaleFrom::global) : nullptr;
     if (!here) continue;
     for (std::size_t i = 0; i < here->steps[0].size(); ++i)
       if (here->steps[0][i].bit_identical)

@@ -5,7 +5,8 @@ Claims: each numeric leaf of report.json (its path with array indices as []) mat
 entry's prefix, the longest; every entry is one of: checked (cases and statistics named, gap null),
 checked in part (a gap said), given (a parameter echoed) or measured (a timing); every property an
 entry names exists under properties/ (each '/'-separated part a Boost suite or test case declared
-in a file that declares the first part); no entry matches nothing. It prints how many numbers
+in a file that declares the first part, a file a CMakeLists.txt under properties/ builds); no entry
+matches nothing. It prints how many numbers
 each kind covers, so the gaps stay counted.
 
 Negative control (--negative-control): with any one entry taken out that no shorter prefix holds,
@@ -38,11 +39,18 @@ def matches(prefix, path):
     return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[]")
 
 
+def built_sources():
+    """The .cpp files a CMakeLists.txt under properties/ builds (a file no target lists tests nothing)."""
+    built = set()
+    for cmake in PROPERTIES.rglob("CMakeLists.txt"):
+        for name in re.findall(r"([\w/]+\.cpp)\b", cmake.read_text()):
+            built.add((cmake.parent / name).resolve())
+    return built
+
+
 def declarations():
-    names_by_file = {}
-    for source in PROPERTIES.rglob("*.cpp"):
-        names_by_file[source] = set(DECLARED.findall(source.read_text()))
-    return names_by_file
+    built = built_sources()
+    return {source: set(DECLARED.findall(source.read_text())) for source in PROPERTIES.rglob("*.cpp") if source.resolve() in built}
 
 
 def property_exists(name, names_by_file):

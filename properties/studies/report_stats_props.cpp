@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "studies/exact_values.hpp"
 #include "generators/tiers.hpp"
 #include "nsv/coeffs.hpp"
 #include "nsv/config_schema.hpp"
@@ -50,6 +51,8 @@
 using namespace nsv;
 using namespace nsv::engine;
 using nlohmann::json;
+using nsv::props::sixty_fourths;
+using nsv::props::upper_median;
 
 namespace {
 
@@ -58,10 +61,6 @@ constexpr double kShardDivergenceMin = 0.1;
 constexpr double kRoundingNoiseMax = 1e-4;
 // Two-pass sample standard deviation, engine and long double here: (n + 4) u relative each.
 constexpr double kSdAgreement = 1e-13;
-
-rc::Gen<double> sixty_fourths(int most) {
-  return rc::gen::map(rc::gen::inRange(0, most + 1), [](int k) { return k / 64.0; });
-}
 
 // A case's key drawn from small sets, so that cells hold several rows and the decoys (other
 // shapes, kernels, seeds, spectra) lie beside them.
@@ -81,10 +80,10 @@ rc::Gen<SweepRow> sweep_rows(const std::vector<std::pair<std::int64_t, std::int6
     SweepRow r;
     std::tie(r.rows, r.cols) = *rc::gen::elementOf(shapes);
     r.spectrum = *rc::gen::element<std::string>("gaussian", "lowrank:16", "powerlaw:1");
-    r.seed = *rc::gen::inRange<std::uint64_t>(0, 3);
+    r.seed = *rc::gen::element<std::uint64_t>(0, 1, 2);  // element: inRange scales its range with the size
     r.kernel = *rc::gen::element(Kernel::gram, Kernel::standard);
     r.tp = *rc::gen::elementOf(tps);
-    r.axis = *rc::gen::inRange(0, 2);
+    r.axis = *rc::gen::element(0, 1);
     r.strategy = *rc::gen::elementOf(std::vector<Strategy>(std::begin(kAllStrategies), std::end(kAllStrategies)));
     r.rel_diff_mean = *sixty_fourths(128);
     r.rel_diff_max = r.rel_diff_mean + *sixty_fourths(64);
@@ -156,19 +155,6 @@ void assert_mean_sd(const json& got, const std::vector<double>& v) {
   RC_ASSERT(got.at("mean").get<double>() == (v.empty() ? 0.0 : sum_over(v) / static_cast<double>(v.size())));
   const double sd = textbook_sd(v);
   RC_ASSERT_WITHIN(std::abs(got.at("sd").get<double>() - sd), kSdAgreement * sd, "two-pass sd, (n + 4) u each side (kSdAgreement)");
-}
-
-// The element at rank n/2 of the sorted values (the upper median), found by counting.
-double upper_median(const std::vector<double>& v) {
-  for (double x : v) {
-    std::size_t below = 0, at_most = 0;
-    for (double y : v) {
-      below += y < x;
-      at_most += y <= x;
-    }
-    if (below <= v.size() / 2 && v.size() / 2 < at_most) return x;
-  }
-  return 0;
 }
 
 std::string expected_verdict(Promise p, std::size_t cases, std::size_t bit, double max_rel, const std::vector<double>& gaussian) {
@@ -500,8 +486,8 @@ NSV_PROPERTY(RS5_communication_reads_its_one_matrix_and_compares_with_gather, ()
 
 NSV_PROPERTY(RS6_amplification_rows_are_the_means_over_seeds_and_axes, ()) {
   AmplificationSpec spec;
-  spec.seeds = *rc::gen::inRange(1, 4);
-  spec.max_steps = *rc::gen::inRange(1, 6);
+  spec.seeds = *rc::gen::element(1, 2, 3);
+  spec.max_steps = *rc::gen::element(1, 3, 5);
   const std::vector<AmplificationRow> rows = *amplification_rows(spec);
   const json got = amplification_stats(spec, rows);
   const double a = builtin_schedule("keller").triples.front().a;

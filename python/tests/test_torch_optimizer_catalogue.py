@@ -157,3 +157,28 @@ def test_per_shard_muon_moves_a_llama_shaped_matrix_by_a_third_to_two_thirds():
 
 def test_no_rank_process_outlives_the_checks():
     assert rank_processes() == []
+
+
+def moonlight_local_shape_scale(named_params, ctx):
+    return optimizers.local_shape_scale.LocalShapeScaleMuon(named_params, ctx, scale_rule="moonlight")
+
+
+def moonlight_gather(named_params, ctx):
+    return optimizers.gather_tp_muon.GatherTpMuon(named_params, ctx, scale_rule="moonlight")
+
+
+def test_a_local_shape_scale_is_named_with_the_scale_rule_it_follows():
+    """local_shape_scale under Moonlight's rule (0.2 sqrt(max(rows, cols))) against gather_tp_muon under the same
+    rule: the local-shape hypothesis matches with Moonlight's rule on every failing matrix. Where the two rules
+    change the scale by the same ratio (gate/up, 24 x 16 cut to 12 x 16: both sqrt(2/3)) both match; on down_proj
+    (16 x 24 cut to 16 x 12: Keller's ratio sqrt(4/3), Moonlight's sqrt(2/3)) Moonlight's alone."""
+    result = nt.check_optimizer(moonlight_local_shape_scale, PARAMS, claim="exact", reference=moonlight_gather, steps=2,
+                                max_success=1, **MESHES["tp2"])
+    assert "layers.0.mlp.down_proj.weight" in result.diagnosis, str(result)
+    for name, found in result.diagnosis.items():
+        status, measure = statuses(found)["whole-matrix NS, local-shape scale"]
+        assert found["matched"] == ["whole-matrix NS, local-shape scale"], (name, found)
+        assert status == "matches" and "moonlight 0.2 sqrt(max(rows, cols)): step" in measure, (name, measure)
+        if name == "layers.0.mlp.down_proj.weight":
+            assert "keller" not in measure, (name, measure)
+    assert rank_processes() == []

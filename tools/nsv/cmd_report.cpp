@@ -1,8 +1,9 @@
-// nsv report: the default job. Runs the standard sweeps, the seed tables, the real-gradient Muon
-// step, the reduction-order amplification study and the audits of the bundled model configs;
-// writes their CSV/JSON into the output folder with report.json (every statistic the README
-// cites, nsv/engine/report_stats.hpp), then draws the figures (tools/plot_report.py) and renders README.md
-// from report.json (tools/report/render_report.py, Jinja2 templates). No prose is written here.
+// nsv report: the default job. The engine computes every section into report.json
+// (nsv/engine/report_document.hpp: the sweeps, the seed tables, the real-gradient Muon step, the
+// studies and the audits of the bundled model configs, with their CSV/JSON in the output folder);
+// this front end times them, records the command and the commit, draws the figures
+// (tools/plot_report.py) and renders README.md from report.json (tools/report/render_report.py,
+// Jinja2 templates). No figure is computed and no prose is written here.
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <functional>
-#include <map>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -21,16 +20,10 @@
 #include "cli_checks.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "nsv/engine/report_audits.hpp"
-#include "nsv/engine/report_diagnosis.hpp"
+#include "nsv/engine/report_document.hpp"
 #include "nsv/engine/report_plan.hpp"
-#include "nsv/engine/report_schedules.hpp"
-#include "nsv/engine/report_sections.hpp"
-#include "nsv/engine/report_stats.hpp"
-#include "nsv/engine/report_training.hpp"
 #include "nsv/input_file.hpp"
 #include "nsv/npy.hpp"
-#include "nsv/strategy.hpp"
 
 namespace nsv::cli {
 namespace fs = std::filesystem;
@@ -80,14 +73,6 @@ json provenance(const std::string& out_dir) {
           {"dirty", status.status == 0 && !trim(status.output).empty()}};
 }
 
-json strategy_table() {
-  json t = json::array();
-  for (const StrategyRecord& r : strategy_records())
-    t.push_back({{"name", r.name}, {"short_name", r.short_name}, {"target", target_name(r.target)},
-                 {"promise", promise_name(r.promise)}, {"summary", r.summary}});
-  return t;
-}
-
 struct ReportCommand {
   std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, training = kDefaultTraining,
               python = "/usr/bin/python3",
@@ -124,69 +109,15 @@ struct ReportCommand {
   }
 
   engine::SectionOptions section_options() const { return {out_dir, resume, !quiet, threads}; }
-
-  // The sections --only can rerun on their own: the report.json object each writes, and how.
-  // gram_stress reruns Dao-AILab's stress test (minutes) before the Gram stability section, which
-  // reads its CSV.
-  struct PartialSection {
-    std::string key;
-    std::function<json(const ReportCommand&, const engine::ReportPlan&)> run;
-  };
-  // report.json's statistics of the four sweeps.
-  static json sweep_statistics(const engine::ReportPlan& plan, const engine::SweepOutcome& main, const engine::SweepOutcome& seed,
-                               const engine::SweepOutcome& aspect, const engine::SweepOutcome& spectrum) {
-    return {{"seed_tables", engine::seed_table_stats(seed.rows)},
-            {"strategy_checks", engine::strategy_check_stats(main.rows, main.skipped)},
-            {"divergence", engine::divergence_stats(plan, main.rows, aspect.rows, spectrum.rows)},
-            {"communication", engine::communication_stats(main.rows)}};
-  }
-
-  // A section with an empty key writes several of report.json's keys: its result's.
-  static const std::map<std::string, PartialSection>& partial_sections() {
-    static const std::map<std::string, PartialSection> sections = {
-        // the sweeps' statistics from their CSVs in --out-dir (resumed: only missing cases run)
-        {"sweeps", {"", [](const ReportCommand& c, const engine::ReportPlan& p) {
-                      engine::SectionOptions o = c.section_options();
-                      o.resume = true;
-                      return sweep_statistics(p, engine::run_report_sweep(p.main, "sweep", o), engine::run_report_sweep(p.seed, "seed_sweep", o),
-                                              engine::run_report_sweep(p.aspect, "aspect_sweep", o),
-                                              engine::run_report_sweep(p.spectrum, "spectrum_sweep", o));
-                    }}},
-        {"audits", {"audits", [](const ReportCommand& c, const engine::ReportPlan& p) {
-                      return engine::run_report_audits(c.models, p.audit_tps, c.out_dir, error_text);
-                    }}},
-        {"diagnosis", {"diagnosis", [](const ReportCommand& c, const engine::ReportPlan&) {
-                         return engine::run_report_diagnosis(c.runs, (fs::path(c.models) / "tiny-llama.json").string(), c.out_dir);
-                       }}},
-        {"step", {"step", [](const ReportCommand& c, const engine::ReportPlan& p) {
-                    return engine::step_stats(engine::run_report_steps(p, c.grads, c.section_options()), c.grads);
-                  }}},
-        {"schedules", {"schedules", [](const ReportCommand& c, const engine::ReportPlan& p) { return engine::run_report_schedules(p.schedules, c.section_options()); }}},
-        {"gram_stability", {"gram_stability", [](const ReportCommand& c, const engine::ReportPlan& p) { return engine::run_report_gram_stability(p, c.section_options()); }}},
-        {"training", {"training", [](const ReportCommand& c, const engine::ReportPlan& p) {
-                        return engine::training_stats(engine::run_report_training(p, c.training, c.section_options()));
-                      }}},
-        {"gram_stress", {"gram_stability", [](const ReportCommand& c, const engine::ReportPlan& p) {
-                           engine::run_report_gram_stress(p, c.section_options());
-                           return engine::run_report_gram_stability(p, c.section_options());
-                         }}},
-    };
-    return sections;
-  }
+  engine::ReportInputs inputs() const { return {grads, models, runs, training, error_text}; }
 
   // --only SECTION: that section into an existing report (report.json's other sections kept),
   // then the figures and README.md again.
   void run_only() {
     const std::string path = (fs::path(out_dir) / "report.json").string();
     report = json::parse(read_input_file(path, "report", std::uint64_t{64} << 20, FileRole::earlier_output));
-    const engine::ReportPlan plan = engine::make_report_plan(quick);
     const auto t0 = Clock::now();
-    const PartialSection& section = partial_sections().at(only);
-    if (section.key.empty())
-      report.update(section.run(*this, plan));
-    else
-      report[section.key] = section.run(*this, plan);
-    report["plan"] = engine::plan_json(plan);
+    engine::rerun_report_section(report, only, inputs(), engine::make_report_plan(quick), section_options());
     section_time(only + " (--only)", t0);
     write_report_json();
     report["run"]["plot_note"] = run_plots();
@@ -208,53 +139,21 @@ struct ReportCommand {
     for (const engine::SweepSpec* s : {&plan.main, &plan.seed, &plan.aspect, &plan.spectrum}) engine::plan_sweep(*s);
     fs::create_directories(out_dir);
     if (!fs::is_directory(out_dir)) throw std::invalid_argument("--out-dir " + out_dir + " is not a folder");
-    const engine::SectionOptions o = section_options();
-    report = {{"schema", "nsv.report/1"}, {"run", {{"timings", json::array()}}}, {"strategies", strategy_table()},
-              {"plan", engine::plan_json(plan)}};
-
-    auto t0 = Clock::now();
-    const engine::SweepOutcome main = engine::run_report_sweep(plan.main, "sweep", o);
-    section_time(fmt::format("main sweep ({} cases)", main.rows.size()), t0);
-    t0 = Clock::now();
-    const engine::SweepOutcome seed = engine::run_report_sweep(plan.seed, "seed_sweep", o);
-    const engine::SweepOutcome aspect = engine::run_report_sweep(plan.aspect, "aspect_sweep", o);
-    const engine::SweepOutcome spectrum = engine::run_report_sweep(plan.spectrum, "spectrum_sweep", o);
-    section_time(fmt::format("seed, aspect and spectrum sweeps ({} cases)", seed.rows.size() + aspect.rows.size() + spectrum.rows.size()), t0);
-    t0 = Clock::now();
-    const auto amp = engine::run_report_amplification(plan.amp, o);
-    section_time("reduction-order amplification study", t0);
-    t0 = Clock::now();
-    report["gram_stability"] = partial_sections().at("gram_stability").run(*this, plan);
-    section_time("Gram NS stability study", t0);
-    t0 = Clock::now();
-    report["schedules"] = partial_sections().at("schedules").run(*this, plan);
-    section_time("coefficient schedules under sharding", t0);
-    t0 = Clock::now();
-    report["step"] = partial_sections().at("step").run(*this, plan);
-    section_time("real-gradient Muon step", t0);
-    t0 = Clock::now();
-    report["audits"] = partial_sections().at("audits").run(*this, plan);
-    section_time("model audits", t0);
-    t0 = Clock::now();
-    report["diagnosis"] = partial_sections().at("diagnosis").run(*this, plan);
-    section_time("diagnosis of the training-run dumps", t0);
-    t0 = Clock::now();
-    report["training"] = partial_sections().at("training").run(*this, plan);
-    section_time("gradients from training", t0);
-
-    report.update(sweep_statistics(plan, main, seed, aspect, spectrum));
-    report["amplification"] = engine::amplification_stats(plan.amp, amp);
-    report["run"].update({{"command", user_command()}, {"quick", quick}, {"threads", main.threads}});
+    report = engine::report_skeleton(plan);
+    const int threads_used = engine::run_full_report(report, inputs(), plan, section_options(), [this](const engine::ReportStep& step) {
+      const auto t0 = Clock::now();
+      section_time(step(), t0);
+    });
+    report["run"].update({{"command", user_command()}, {"quick", quick}, {"threads", threads_used}});
     report["run"].update(provenance(out_dir));
     write_report_json();  // the figures read the strategy table from it
 
-    t0 = Clock::now();
+    const auto t0 = Clock::now();
     report["run"]["plot_note"] = run_plots();
     section_time("figures", t0);
     write_report_json();
     render_readme();
-    std::printf("wrote %s/README.md (%zu + %zu + %zu + %zu sweep cases) in %.1f s\n", out_dir.c_str(), main.rows.size(),
-                seed.rows.size(), aspect.rows.size(), spectrum.rows.size(), elapsed());
+    std::printf("wrote %s/README.md in %.1f s (the timing of each section is in report.json)\n", out_dir.c_str(), elapsed());
   }
 
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
@@ -323,7 +222,7 @@ void add_report_command(CLI::App& app) {
                 "rerun only the model audits into the report already in --out-dir (its report.json kept otherwise), "
                 "then redraw the figures and README.md (= --only audits)");
   std::vector<std::string> sections;
-  for (const auto& [name, run] : ReportCommand::partial_sections()) sections.push_back(name);
+  for (const auto& [name, section] : engine::report_sections()) sections.push_back(name);
   cmd->add_option("--only", st->only,
                   "rerun only this section into the report already in --out-dir (its report.json kept otherwise), "
                   "then redraw the figures and README.md")

@@ -37,7 +37,7 @@ int bytes_per_element(DType);
 // vectorizing. These have no branches in the source (integer arithmetic and
 // selects), so gcc -O3 vectorizes a loop over them with plain SSE2, and they give Eigen's bits
 // for every float (a NaN gives a quiet NaN), checked over all 2^32 of them by
-// fast_rounding_equals_eigen_for_every_float in properties/foundation.cpp. Magnitudes stay
+// fast_rounding_equals_eigen_for_every_float in properties/foundation/rounding_props.cpp. Magnitudes stay
 // below 2^31, so comparisons are signed ones (SSE2 has no unsigned PCMPGTD).
 inline float round_to_bf16(float x) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);

@@ -1,7 +1,7 @@
 """reports/optimizers/README.md: nsverify.torch.check_optimizer on the optimizer catalogue
 (examples/optimizers) on real gloo ranks, and the seed's figure reproduced.
 
-Rendered from DIR/optimizers.json (python/report/write_optimizer_report.py runs the checks and writes it).
+Rendered from DIR/optimizers.json (tools/report/optimizer_checks_report.py runs the checks and writes it).
 """
 
 import json

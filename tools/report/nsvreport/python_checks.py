@@ -1,6 +1,6 @@
 """reports/python/README.md: what nsverify's checks say about the shipped implementations.
 
-Rendered from DIR/results.json (python/report/write_report.py runs the checks and writes it) and,
+Rendered from DIR/results.json (tools/report/python_checks_report.py runs the checks and writes it) and,
 when present, DIR/overhead.json (tools/bench/nsverify_overhead.py --json).
 """
 

@@ -1,6 +1,6 @@
 """reports/torch/README.md: what nsverify.torch's checks say about PyTorch code on real gloo ranks.
 
-Rendered from DIR/results.json (python/report/write_torch_report.py runs the checks and writes it).
+Rendered from DIR/results.json (tools/report/torch_checks_report.py runs the checks and writes it).
 """
 
 import json

@@ -1,4 +1,4 @@
-"""The process tree of a check, read from ps: what the torch tests look at to say no rank is left behind."""
+"""The process tree of a check, read from ps: what the torch tests and the torch report (tools/report/torch_checks_report.py) look at to say no rank is left behind."""
 import os
 import subprocess
 

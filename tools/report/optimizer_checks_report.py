@@ -17,7 +17,7 @@ own Llama config, and TinyLlama-1.1B's layer downsized by 4: one check at its re
 5 minutes on 2 cores, `--real-dims` runs them). tools/report.sh runs this when /usr/bin/python3 imports torch (about
 3 minutes on 2 cores).
 
-    PYTHONPATH=build/python /usr/bin/python3 python/report/write_optimizer_report.py [--out reports/optimizers]
+    PYTHONPATH=build/python /usr/bin/python3 tools/report/optimizer_checks_report.py [--out reports/optimizers]
         [--render-only] [--real-dims]
 """
 
@@ -28,8 +28,7 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples"))
-sys.path.insert(0, str(ROOT / "tools" / "report"))
+sys.path.insert(0, str(ROOT / "examples"))  # the kernels, TP functions and bug catalogues it checks (nsvreport: this folder)
 
 from nsvreport import core, optimizer_checks  # noqa: E402
 
@@ -58,7 +57,7 @@ RECORD_KEYS = ("param", "step", "rel_diff", "cosine", "norm_ratio", "bit_identic
 
 
 def log(text):
-    print(f"write_optimizer_report: {text}", file=sys.stderr, flush=True)
+    print(f"optimizer_checks_report: {text}", file=sys.stderr, flush=True)
 
 
 def call(module, reference, mesh, claim, knobs):

@@ -11,7 +11,7 @@ Sections: the numpy kernels and TP updates (which must pass what they promise), 
 with its shrunk counterexample, and DeepSpeed's two kernels transcribed to PyTorch (CPU, fp32 and
 bf16), run when torch imports: a finding about a real implementation, reported as it comes out.
 
-    PYTHONPATH=build/python /usr/bin/python3 python/report/write_report.py [--out reports/python] [--render-only]
+    PYTHONPATH=build/python /usr/bin/python3 tools/report/python_checks_report.py [--out reports/python] [--render-only]
 """
 
 import argparse
@@ -21,8 +21,7 @@ import sys
 import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples"))
-sys.path.insert(0, str(ROOT / "tools" / "report"))
+sys.path.insert(0, str(ROOT / "examples"))  # the kernels, TP functions and bug catalogues it checks (nsvreport: this folder)
 
 from nsvreport import core, python_checks  # noqa: E402
 

@@ -14,7 +14,7 @@ time and the process listing before, during and after; the public Newton-Schulz 
 examples/torch_public_ns.py in bf16 and fp32, every property. tools/report.sh runs this when
 /usr/bin/python3 imports torch (about 4 minutes on 2 cores).
 
-    PYTHONPATH=build/python /usr/bin/python3 python/report/write_torch_report.py [--out reports/torch] [--render-only]
+    PYTHONPATH=build/python /usr/bin/python3 tools/report/torch_checks_report.py [--out reports/torch] [--render-only]
 """
 
 import argparse
@@ -27,9 +27,7 @@ import time
 import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples"))
-sys.path.insert(0, str(ROOT / "tools" / "report"))
-sys.path.insert(0, str(ROOT / "python" / "tests"))
+sys.path.insert(0, str(ROOT / "examples"))  # the kernels, TP functions and bug catalogues it checks (nsvreport: this folder)
 
 from nsvreport import core, torch_checks  # noqa: E402
 
@@ -214,7 +212,7 @@ def main():
                              ("bugs", bug_section), ("faults", fault_section), ("public", public_section)):
             t = time.monotonic()
             sections[key] = section()
-            print(f"write_torch_report: {key} in {time.monotonic() - t:.0f} s", file=sys.stderr)
+            print(f"torch_checks_report: {key} in {time.monotonic() - t:.0f} s", file=sys.stderr)
         data = dict(version=nsverify.__version__, seconds=time.monotonic() - started, tp_knobs=TP_KNOBS,
                     kernel_cases=KERNEL_CASES, **sections)
         core.write_atomically(out / "results.json", core.without_machine_paths(json.dumps(data, indent=1)) + "\n")
