@@ -4,12 +4,37 @@
 // in fp64, so a statistic computed in any order is the same double and compares with ==.
 #include <rapidcheck.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace nsv::props {
 
 inline rc::Gen<double> sixty_fourths(int most) {
   return rc::gen::map(rc::gen::inRange(0, most + 1), [](int k) { return k / 64.0; });
+}
+
+// Their sum in order (exact on these values) over their count; 0 for none, as the engine's means.
+inline double exact_mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+// A {min, max, n} object of report.json against the values it ranges over (0, 0, 0 for none).
+inline void assert_range(const nlohmann::json& range, const std::vector<double>& v) {
+  RC_ASSERT(range.at("n").get<std::size_t>() == v.size());
+  RC_ASSERT(range.at("min").get<double>() == (v.empty() ? 0.0 : *std::min_element(v.begin(), v.end())));
+  RC_ASSERT(range.at("max").get<double>() == (v.empty() ? 0.0 : *std::max_element(v.begin(), v.end())));
+}
+
+// The item of a report.json array whose `field` is `value`.
+inline const nlohmann::json& item_where(const nlohmann::json& array, const std::string& field, const std::string& value) {
+  for (const nlohmann::json& item : array)
+    if (item.at(field).get<std::string>() == value) return item;
+  throw std::out_of_range("no " + field + " " + value);
 }
 
 // The element at rank n/2 of the sorted values (the upper median), found by counting; 0 for none.

@@ -26,9 +26,11 @@
 #include "nsv/engine/report_audits.hpp"
 #include "nsv/model_config.hpp"
 #include "nsv/render/audit.hpp"
+#include "studies/exact_values.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+using nsv::props::item_where;
 
 namespace {
 
@@ -40,12 +42,6 @@ struct TempDir {
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
 };
-
-const json& by_field(const json& array, const std::string& field, const std::string& value) {
-  for (const json& item : array)
-    if (item.at(field).get<std::string>() == value) return item;
-  throw std::out_of_range("no " + field + " " + value);
-}
 
 json audit_document(const fs::path& config, int tp, int dp) {
   nsv::AuditOptions o;
@@ -83,7 +79,7 @@ BOOST_AUTO_TEST_CASE(RA1_each_tp_audits_figures_are_the_audit_documents) {
         BOOST_TEST(s.at("family") == doc.at("model").at("model_type"));
         BOOST_TEST(s.at("per_head_fraction_params") == totals.at("per_head_exact_fraction_params"));
         BOOST_TEST(s.at("per_head_fraction_flops") == totals.at("per_head_exact_fraction_flops"));
-        const json& shard = by_field(totals.at("plans"), "name", "shard");
+        const json& shard = item_where(totals.at("plans"), "name", "shard");
         BOOST_TEST(s.at("shard_step_time_s") == shard.at("step_time_s"));
         const json* fastest = nullptr;
         for (const json& plan : totals.at("plans"))
@@ -129,7 +125,7 @@ BOOST_AUTO_TEST_CASE(RA2_each_mesh_audits_figures_are_the_audit_documents) {
         const json m = audit_document(kModels / config.at("config").get<std::string>(), tp, dp).at("mesh");
         BOOST_TEST(mesh.at("dp_partition") == m.at("dp_partition"));
         const json& s = mesh.at("summary");
-        const auto step = [&](const std::string& name) { return by_field(m.at("steps"), "strategy", name).at("step_time_s"); };
+        const auto step = [&](const std::string& name) { return item_where(m.at("steps"), "strategy", name).at("step_time_s"); };
         BOOST_TEST(s.at("matrices_per_step") == m.at("owner_load").at(0).at("matrices_per_step"));
         BOOST_TEST(s.at("matrices_per_layer") == m.at("parameters").size());
         BOOST_TEST(s.at("fastest_bit_identical") == m.at("fastest_bit_identical_step"));
@@ -138,7 +134,7 @@ BOOST_AUTO_TEST_CASE(RA2_each_mesh_audits_figures_are_the_audit_documents) {
         BOOST_TEST(s.at("dp_gather_gather_step_time_s") == step("dp_gather+gather"));
         BOOST_TEST(s.at("dp_gather_shard_step_time_s") == step("dp_gather+shard"));
         int blocks = 0;
-        for (const json& p : m.at("parameters")) blocks += by_field(p.at("strategies"), "strategy", "mesh+shard").at("applicable").get<bool>();
+        for (const json& p : m.at("parameters")) blocks += item_where(p.at("strategies"), "strategy", "mesh+shard").at("applicable").get<bool>();
         BOOST_TEST(s.at("block_matrices") == blocks);
         const bool every = blocks == static_cast<int>(m.at("parameters").size());
         BOOST_TEST(s.at("mesh_shard_step_time_s").is_null() == !every);
@@ -165,7 +161,7 @@ BOOST_AUTO_TEST_CASE(RA_negative_control_another_tps_document_differs) {
     BOOST_REQUIRE(tp2.at("tp") == 2);
     const json doc = audit_document(kModels / config.at("config").get<std::string>(), 8, 1);
     ++configs;
-    seen += tp2.at("summary").at("shard_step_time_s") != by_field(doc.at("totals").at("plans"), "name", "shard").at("step_time_s");
+    seen += tp2.at("summary").at("shard_step_time_s") != item_where(doc.at("totals").at("plans"), "name", "shard").at("step_time_s");
   }
   BOOST_TEST_MESSAGE("another tp's shard time differed for " << seen << " of " << configs << " configs");
   BOOST_TEST(seen == configs);

@@ -53,6 +53,9 @@ using namespace nsv::engine;
 using nlohmann::json;
 using nsv::props::sixty_fourths;
 using nsv::props::upper_median;
+using nsv::props::assert_range;
+using nsv::props::exact_mean;
+using nsv::props::item_where;
 
 namespace {
 
@@ -120,25 +123,13 @@ const std::vector<std::pair<std::int64_t, std::int64_t>> kSweepShapes{{256, 256}
 
 std::string shape_of(const SweepRow& r) { return std::to_string(r.rows) + "x" + std::to_string(r.cols); }
 
-double sum_over(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;  // exact: multiples of 1/64 below 2^10 in total
-  return s;
-}
-
 // The mean of the values the predicate keeps, and how many; 0 for none (the engine's convention).
 std::pair<double, std::size_t> mean_where(const std::vector<SweepRow>& rows, const std::function<bool(const SweepRow&)>& keep,
                                           double SweepRow::*member) {
   std::vector<double> v;
   for (const auto& r : rows)
     if (keep(r)) v.push_back(r.*member);
-  return {v.empty() ? 0.0 : sum_over(v) / static_cast<double>(v.size()), v.size()};
-}
-
-void assert_range(const json& range, const std::vector<double>& v) {
-  RC_ASSERT(range.at("n").get<std::size_t>() == v.size());
-  RC_ASSERT(range.at("min").get<double>() == (v.empty() ? 0.0 : *std::min_element(v.begin(), v.end())));
-  RC_ASSERT(range.at("max").get<double>() == (v.empty() ? 0.0 : *std::max_element(v.begin(), v.end())));
+  return {exact_mean(v), v.size()};
 }
 
 double textbook_sd(const std::vector<double>& v) {
@@ -152,7 +143,7 @@ double textbook_sd(const std::vector<double>& v) {
 
 void assert_mean_sd(const json& got, const std::vector<double>& v) {
   RC_ASSERT(got.at("n").get<std::size_t>() == v.size());
-  RC_ASSERT(got.at("mean").get<double>() == (v.empty() ? 0.0 : sum_over(v) / static_cast<double>(v.size())));
+  RC_ASSERT(got.at("mean").get<double>() == exact_mean(v));
   const double sd = textbook_sd(v);
   RC_ASSERT_WITHIN(std::abs(got.at("sd").get<double>() - sd), kSdAgreement * sd, "two-pass sd, (n + 4) u each side (kSdAgreement)");
 }
@@ -166,12 +157,6 @@ std::string expected_verdict(Promise p, std::size_t cases, std::size_t bit, doub
       return !gaussian.empty() && *std::min_element(gaussian.begin(), gaussian.end()) > kShardDivergenceMin ? "diverges" : "check";
   }
   return "?";
-}
-
-const json& member_named(const json& array, const std::string& field, const std::string& value) {
-  for (const json& item : array)
-    if (item.at(field).get<std::string>() == value) return item;
-  throw std::out_of_range("no " + field + " " + value);
 }
 
 // The amplification study's rows: spectra x seeds x axes x steps, each figure a multiple of 1/64.
@@ -227,7 +212,7 @@ NSV_PROPERTY(RS2_each_strategys_check_is_counted_over_its_own_cases, ()) {
   RC_ASSERT(got.at("tp1").at("bit_identical").get<std::size_t>() == tp1_bits);
   RC_ASSERT(got.at("per_strategy").size() == std::size(kAllStrategies));
   for (Strategy s : kAllStrategies) {
-    const json& c = member_named(got.at("per_strategy"), "strategy", std::string(strategy_name(s)));
+    const json& c = item_where(got.at("per_strategy"), "strategy", std::string(strategy_name(s)));
     std::vector<double> largest, gaussian, all_largest;
     std::size_t bits = 0, all_cases = 0, all_bits = 0, own_tp1 = 0, own_tp1_bits = 0;
     for (const auto& r : main) {
@@ -449,7 +434,7 @@ NSV_PROPERTY(RS5_communication_reads_its_one_matrix_and_compares_with_gather, ()
   std::vector<double> gather_bytes, ratios;
   std::map<int, double> least;
   for (Strategy s : kAllStrategies) {
-    const json& per = member_named(got.at("per_strategy"), "strategy", std::string(strategy_name(s)));
+    const json& per = item_where(got.at("per_strategy"), "strategy", std::string(strategy_name(s)));
     std::size_t cell = 0;
     for (int axis : axes)
       for (int tp : tps) {
@@ -502,7 +487,7 @@ NSV_PROPERTY(RS6_amplification_rows_are_the_means_over_seeds_and_axes, ()) {
       const auto mean = [&](double AmplificationRow::*m) {
         std::vector<double> v;
         for (const auto* x : sel) v.push_back(x->*m);
-        return v.empty() ? 0.0 : sum_over(v) / static_cast<double>(v.size());
+        return exact_mean(v);
       };
       RC_ASSERT(r.at("spectrum").get<std::string>() == sp && r.at("steps").get<int>() == k);
       RC_ASSERT(r.at("n").get<std::size_t>() == sel.size());
@@ -543,7 +528,7 @@ BOOST_AUTO_TEST_CASE(RS_negative_control_a_wrong_selection_is_seen) {
     std::size_t with_tp1 = 0;
     for (const auto& r : main) with_tp1 += r.strategy == Strategy::shard;
     ++drawn;
-    seen += member_named(got.at("per_strategy"), "strategy", "shard").at("cases").get<std::size_t>() != with_tp1;
+    seen += item_where(got.at("per_strategy"), "strategy", "shard").at("cases").get<std::size_t>() != with_tp1;
   }
   BOOST_TEST_MESSAGE("a count with tp = 1 rows differed in " << seen << " of " << drawn << " draws");
   BOOST_CHECK(seen * 2 > drawn);

@@ -27,14 +27,10 @@
 using namespace nsv;
 using namespace nsv::engine;
 using nlohmann::json;
+using nsv::props::assert_range;
+using nsv::props::run_of;
 
 namespace {
-
-const ParamStep* run_of(const StepRuns& runs, int tp, Strategy s, ScaleFrom scale, std::size_t param) {
-  for (const auto& [spec, out] : runs)
-    if (spec.tp == tp && spec.strategy == strategy_name(s) && spec.muon.scale_from == scale) return &out.steps[0][param];
-  return nullptr;
-}
 
 std::string shape(std::int64_t r, std::int64_t c) { return std::to_string(r) + "x" + std::to_string(c); }
 
@@ -42,12 +38,6 @@ void assert_param_figures(const json& got, const ParamStep& r) {
   RC_ASSERT(got.at("param") == r.param.name && got.at("shape") == shape(r.param.rows, r.param.cols));
   RC_ASSERT(got.at("split_axis") == r.param.split_axis && got.at("rel_diff") == r.rel_diff && got.at("cosine") == r.cosine);
   RC_ASSERT(got.at("bit_identical") == r.bit_identical && got.at("applicable") == r.note.empty());
-}
-
-void assert_range(const json& range, const std::vector<double>& v) {
-  RC_ASSERT(range.at("n") == v.size());
-  RC_ASSERT(range.at("min") == (v.empty() ? 0.0 : *std::min_element(v.begin(), v.end())));
-  RC_ASSERT(range.at("max") == (v.empty() ? 0.0 : *std::max_element(v.begin(), v.end())));
 }
 
 }  // namespace

@@ -28,6 +28,13 @@ inline const std::vector<DrawnParam>& drawn_params() {
   return params;
 }
 
+// Matrix `param`'s row of the run at (tp, s, scale), or null where there is none.
+inline const engine::ParamStep* run_of(const engine::StepRuns& runs, int tp, Strategy s, ScaleFrom scale, std::size_t param) {
+  for (const auto& [spec, out] : runs)
+    if (spec.tp == tp && spec.strategy == strategy_name(s) && spec.muon.scale_from == scale) return &out.steps[0][param];
+  return nullptr;
+}
+
 inline rc::Gen<engine::StepRuns> step_runs(const std::vector<int>& plan_tps, bool drop_runs) {
   return rc::gen::exec([plan_tps, drop_runs] {
     std::vector<int> tps = plan_tps;

@@ -32,8 +32,8 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const std::string kDefaultGrads = "fixtures/grads", kDefaultModels = "fixtures/models", kDefaultRuns = "fixtures/runs",
-                  kDefaultTraining = "fixtures/training";
+// The fixtures the report reads unless told otherwise (the engine's defaults).
+const engine::ReportInputs kDefaults;
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") == std::string::npos)
@@ -74,7 +74,7 @@ json provenance(const std::string& out_dir) {
 }
 
 struct ReportCommand {
-  std::string out_dir = "reports", grads = kDefaultGrads, models = kDefaultModels, runs = kDefaultRuns, training = kDefaultTraining,
+  std::string out_dir = "reports", grads = kDefaults.grads, models = kDefaults.models, runs = kDefaults.runs, training = kDefaults.training,
               python = "/usr/bin/python3",
               plot_script = "tools/plot_report.py", render_script = "tools/report/render_report.py";
   bool quick = false, quiet = false, no_plots = false, resume = false, audits_only = false, print_plan = false;
@@ -90,10 +90,10 @@ struct ReportCommand {
   std::string user_command() const {
     std::string c = "nsv report";
     if (quick) c += " --quick";
-    if (grads != kDefaultGrads) c += " --grads " + shell_quote(grads);
-    if (models != kDefaultModels) c += " --models " + shell_quote(models);
-    if (runs != kDefaultRuns) c += " --runs " + shell_quote(runs);
-    if (training != kDefaultTraining) c += " --training " + shell_quote(training);
+    if (grads != kDefaults.grads) c += " --grads " + shell_quote(grads);
+    if (models != kDefaults.models) c += " --models " + shell_quote(models);
+    if (runs != kDefaults.runs) c += " --runs " + shell_quote(runs);
+    if (training != kDefaults.training) c += " --training " + shell_quote(training);
     if (no_plots) c += " --no-plots";
     if (threads > 0) c += " --threads " + std::to_string(threads);
     return c;
