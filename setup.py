@@ -46,7 +46,7 @@ class CMakeBuild(build_ext):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(modules[-1], target)
         # the C++ command line, beside the package: nsverify/_nsv.py runs it for every command but `check`
-        binary = build_dir / "tools" / "nsv" / "nsv"
+        binary = build_dir / "cli" / "nsv"
         if binary.is_file():
             (target.parent / "bin").mkdir(exist_ok=True)
             shutil.copy2(binary, target.parent / "bin" / "nsv")

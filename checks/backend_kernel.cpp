@@ -29,7 +29,7 @@ void BackendKernel::set_threads(int threads) const {
 }
 
 const BackendKernel& cpu_reference_kernel() {
-  static const BackendKernel kernel(props::cpu(), true);
+  static const BackendKernel kernel(checks::cpu(), true);
   return kernel;
 }
 

@@ -13,7 +13,7 @@
 #include "nsv/schedule_theory.hpp"
 #include "spectra.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 
 // The scalar map NS applies to each normalized singular value: p_k(x) = a x + b x^3 + c x^5 for
@@ -184,4 +184,4 @@ inline BandSpectra band_spectra(const MatD& g, const MatD& out, const NsConfig& 
   return {normalized_spectrum(g, cfg), remembered_singular_values(out), cheap_error};
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

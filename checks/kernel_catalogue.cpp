@@ -28,28 +28,28 @@
 namespace nsv::checks {
 namespace {
 
-using props::JudgedOutput;
-using props::Shape;
-using props::ShapeKind;
-using props::TestMatrix;
+using checks::JudgedOutput;
+using checks::Shape;
+using checks::ShapeKind;
+using checks::TestMatrix;
 
 // ---------------------------------------------------------------------------------------------
 // Drawing a case from the domain, and saying what was drawn (kept with a failure).
 
-rc::Gen<Shape> any_shape(const KernelDomain& d) { return d.shape ? rc::gen::just(*d.shape) : props::shapes(d.max_dim); }
+rc::Gen<Shape> any_shape(const KernelDomain& d) { return d.shape ? rc::gen::just(*d.shape) : checks::shapes(d.max_dim); }
 rc::Gen<Shape> non_square_shape(const KernelDomain& d) {
-  return d.shape ? rc::gen::just(*d.shape) : props::non_square_shapes(d.max_dim);
+  return d.shape ? rc::gen::just(*d.shape) : checks::non_square_shapes(d.max_dim);
 }
 rc::Gen<Shape> row_vector_shape(const KernelDomain& d) {
-  return d.shape ? rc::gen::just(*d.shape) : props::shapes_of(ShapeKind::row_vector, d.max_dim);
+  return d.shape ? rc::gen::just(*d.shape) : checks::shapes_of(ShapeKind::row_vector, d.max_dim);
 }
 rc::Gen<Shape> square_shape(const KernelDomain& d) {
-  return d.shape ? rc::gen::just(*d.shape) : props::shapes_of(ShapeKind::square, d.max_dim);
+  return d.shape ? rc::gen::just(*d.shape) : checks::shapes_of(ShapeKind::square, d.max_dim);
 }
 
 std::string described(const TestMatrix& g) {
   std::ostringstream s;
-  props::showValue(g.shape, s);
+  checks::showValue(g.shape, s);
   s << ", ";
   showValue(g.spectrum, s);
   if (g.seed) s << ", seed 0x" << std::hex << *g.seed;
@@ -57,7 +57,7 @@ std::string described(const TestMatrix& g) {
 }
 
 TestMatrix draw(const rc::Gen<Shape>& shape) {
-  TestMatrix g = *props::matrices(shape);
+  TestMatrix g = *checks::matrices(shape);
   note_input(described(g));
   note_matrix("input", g.values);
   return g;
@@ -69,13 +69,13 @@ NsConfig draw_config(const KernelDomain& d) { return *d.configs; }
 // the output under test itself when the implementation is the reference (the premise is then
 // judged from the same run), else the CPU reference's.
 Batch reference_output(const KernelUnderTest& impl, const MatD& x, const NsConfig& cfg, const MatD& output) {
-  return {impl.is_reference() ? output : props::ns(x, cfg)};
+  return {impl.is_reference() ? output : checks::ns(x, cfg)};
 }
 
 // The same for two inputs of one configuration, the reference's runs side by side (ns_batch).
 Batch reference_outputs(const KernelUnderTest& impl, const MatD& x1, const MatD& out1, const MatD& x2, const MatD& out2,
                         const NsConfig& cfg) {
-  return impl.is_reference() ? Batch{out1, out2} : props::ns_batch({x1, x2}, cfg);
+  return impl.is_reference() ? Batch{out1, out2} : checks::ns_batch({x1, x2}, cfg);
 }
 
 bool is_zero(const MatD& m) { return (m.array() == 0.0).all(); }
@@ -114,10 +114,10 @@ void transpose(const KernelUnderTest& impl, const KernelDomain& d) {
 // else 3-D batches of one shape.
 std::vector<TestMatrix> draw_batch(const KernelUnderTest& impl, const KernelDomain& d, int min_count) {
   const bool mixed = (impl.abilities() & kMixedBatches) && !d.shape;
-  const auto ms = mixed ? *props::matrix_batches(min_count, 6, any_shape(d))
+  const auto ms = mixed ? *checks::matrix_batches(min_count, 6, any_shape(d))
                         : *rc::gen::mapcat(rc::gen::pair(any_shape(d), rc::gen::inRange(min_count, 7)), [](const auto& p) {
                             return rc::gen::container<std::vector<TestMatrix>>(static_cast<std::size_t>(p.second),
-                                                                               props::matrices(rc::gen::just(p.first)));
+                                                                               checks::matrices(rc::gen::just(p.first)));
                           });
   std::string shapes;
   for (const TestMatrix& m : ms) shapes += (shapes.empty() ? "" : ", ") + std::to_string(m.shape.rows) + "x" + std::to_string(m.shape.cols);
@@ -137,7 +137,7 @@ Batch batch_result(const KernelUnderTest& impl, const Batch& batch, const NsConf
 void batched_equals_loop(const KernelUnderTest& impl, const KernelDomain& d) {
   const auto ms = draw_batch(impl, d, 1);
   const NsConfig cfg = draw_config(d);
-  const Batch out = batch_result(impl, props::values_of(ms), cfg);
+  const Batch out = batch_result(impl, checks::values_of(ms), cfg);
   for (std::size_t i = 0; i < ms.size(); ++i)
     assert_bit_identical("matrix " + std::to_string(i) + " of the batched call and NS of it alone", out[i],
                          impl.run(ms[i].values, cfg), cfg.dtype);
@@ -151,8 +151,8 @@ void batched_equals_loop(const KernelUnderTest& impl, const KernelDomain& d) {
 void batched_matches_loop_within_rounding(const KernelUnderTest& impl, const KernelDomain& d) {
   const auto ms = draw_batch(impl, d, 1);
   const NsConfig cfg = draw_config(d);
-  const Batch out = batch_result(impl, props::values_of(ms), cfg);
-  const props::Tolerance& tol = props::tolerance(props::Claim::batch_matches_loop, cfg.kernel, cfg.dtype);
+  const Batch out = batch_result(impl, checks::values_of(ms), cfg);
+  const checks::Tolerance& tol = checks::tolerance(checks::Claim::batch_matches_loop, cfg.kernel, cfg.dtype);
   for (std::size_t i = 0; i < ms.size(); ++i) {
     const MatD& g = ms[i].values;
     const MatD alone = impl.run(g, cfg);
@@ -161,10 +161,10 @@ void batched_matches_loop_within_rounding(const KernelUnderTest& impl, const Ker
       runs.push_back(impl.is_reference() ? alone : runs[0]);
       return runs;
     };
-    if (props::outside_the_premise(g, cfg, {out[i], alone}, references)) continue;
+    if (checks::outside_the_premise(g, cfg, {out[i], alone}, references)) continue;
     assert_within("||matrix " + std::to_string(i) + " of the batched call - NS of it alone|| / ||NS(G)||",
-                  props::distance_relative_to_the_map(out[i], alone, g, cfg),
-                  tol.bound(2 * props::rounding_bound(g, cfg)), tol.derivation);
+                  checks::distance_relative_to_the_map(out[i], alone, g, cfg),
+                  tol.bound(2 * checks::rounding_bound(g, cfg)), tol.derivation);
   }
 }
 
@@ -172,7 +172,7 @@ void batched_matches_loop_within_rounding(const KernelUnderTest& impl, const Ker
 // threads, never one product on several (OpenBLAS is pinned to one thread), so 1, 2 and 3
 // threads agree.
 void thread_count(const KernelUnderTest& impl, const KernelDomain& d) {
-  const Batch batch = props::values_of(draw_batch(impl, d, 2));
+  const Batch batch = checks::values_of(draw_batch(impl, d, 2));
   const NsConfig cfg = draw_config(d);
   const RestoreThreads restore{impl};
   impl.set_threads(1);
@@ -202,12 +202,12 @@ void batch_position(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix target = draw(any_shape(d));
   const bool mixed = (impl.abilities() & kMixedBatches) && !d.shape;
   const auto neighbours = *rc::gen::container<std::vector<TestMatrix>>(
-      static_cast<std::size_t>(*rc::gen::inRange(1, 5)), props::matrices(mixed ? props::shapes(16) : rc::gen::just(target.shape)));
+      static_cast<std::size_t>(*rc::gen::inRange(1, 5)), checks::matrices(mixed ? checks::shapes(16) : rc::gen::just(target.shape)));
   const auto position = *rc::gen::inRange<std::size_t>(0, neighbours.size() + 1);
   const auto spacer_floats = *rc::gen::inRange<std::size_t>(1, 65);
   const NsConfig cfg = draw_config(d);
   const std::vector<float> spacer(spacer_floats, 1.0f);  // shifts where the next allocations land
-  Batch batch = props::values_of(neighbours);
+  Batch batch = checks::values_of(neighbours);
   batch.insert(batch.begin() + static_cast<std::ptrdiff_t>(position), target.values);
   RC_TAG(reinterpret_cast<std::uintptr_t>(batch[position].data()) % 64);
   assert_bit_identical("the matrix at batch position " + std::to_string(position) + " of " + std::to_string(batch.size()) +
@@ -240,7 +240,7 @@ void power_of_two_scaling(const KernelUnderTest& impl, const KernelDomain& d) {
   const double threshold = 4 * cfg.eps / unit_roundoff(normalization_dtype(cfg));
   const int lift = std::max(0, static_cast<int>(std::ceil(std::log2(threshold / (norm * std::min(1.0, std::ldexp(1.0, k)))))));
   const MatD base = g.values * std::ldexp(1.0, lift);
-  RC_PRE(props::power_of_two_scaling_is_exact(base, k, cfg));
+  RC_PRE(checks::power_of_two_scaling_is_exact(base, k, cfg));
   RC_CLASSIFY(cfg.dtype == DType::fp64, "fp64 (lifted past 1.8e9)");
   assert_bit_identical("NS(2^" + std::to_string(k) + " G) and NS(G), G lifted by 2^" + std::to_string(lift),
                        impl.run(base * std::ldexp(1.0, k), cfg), impl.run(base, cfg), cfg.dtype);
@@ -253,8 +253,8 @@ void gram_is_standard_on_square(const KernelUnderTest& impl, const KernelDomain&
   NsConfig cfg = draw_config(d);
   cfg.dtype = *rc::gen::element(DType::fp32, DType::fp64);
   if (cfg.dtype == DType::fp64) cfg.accumulate = Accumulate::fp32;
-  assert_bit_identical("NS_gram(G) and NS_standard(G)", impl.run(g.values, props::with_kernel(cfg, Kernel::gram)),
-                       impl.run(g.values, props::with_kernel(cfg, Kernel::standard)), cfg.dtype);
+  assert_bit_identical("NS_gram(G) and NS_standard(G)", impl.run(g.values, checks::with_kernel(cfg, Kernel::gram)),
+                       impl.run(g.values, checks::with_kernel(cfg, Kernel::standard)), cfg.dtype);
 }
 
 // K8 [exact]: the zero matrix. 0 / (0 + eps) = 0 and every product of zeros is zero.
@@ -274,10 +274,10 @@ void zero_matrix(const KernelUnderTest& impl, const KernelDomain& d) {
 void non_finite_input(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix g = draw(any_shape(d));
   const NsConfig cfg = draw_config(d);
-  props::FloatKnobs<double> knobs;
+  checks::FloatKnobs<double> knobs;
   knobs.allow_nan = true;
   knobs.allow_inf = true;
-  const double bad = *rc::gen::suchThat(props::floats<double>(knobs), [](double v) { return !std::isfinite(v); });
+  const double bad = *rc::gen::suchThat(checks::floats<double>(knobs), [](double v) { return !std::isfinite(v); });
   const auto index = *rc::gen::inRange<Eigen::Index>(0, g.values.size());
   MatD poisoned = g.values;
   poisoned.data()[index] = bad;
@@ -309,22 +309,22 @@ void extreme_magnitudes(const KernelUnderTest& impl, const KernelDomain& d) {
   const MatD scaled = (g.values * std::ldexp(1.0, k)).cast<float>().cast<double>();
   const MatD out = impl.run(scaled, cfg);
   const std::string what = "G scaled by 2^" + std::to_string(k);
-  const props::ExtremeCase kind = props::extreme_case(g.values, scaled, k, cfg);
-  const std::string label = props::extreme_case_label(kind);
+  const checks::ExtremeCase kind = checks::extreme_case(g.values, scaled, k, cfg);
+  const std::string label = checks::extreme_case_label(kind);
   RC_CLASSIFY(true, label);
   switch (kind) {
-    case props::ExtremeCase::input_overflows:
-    case props::ExtremeCase::entry_overflows:
+    case checks::ExtremeCase::input_overflows:
+    case checks::ExtremeCase::entry_overflows:
       assert_that(!all_finite(out), what + ": " + label + ", but the output is finite");
       break;
-    case props::ExtremeCase::norm_overflows:
-    case props::ExtremeCase::underflows_to_zero:
+    case checks::ExtremeCase::norm_overflows:
+    case checks::ExtremeCase::underflows_to_zero:
       ++case_log().checked;
       if (!is_zero(out)) fail_bits(what + " (" + label + "): NS and 0", out, MatD::Zero(out.rows(), out.cols()), cfg.dtype);
       break;
-    case props::ExtremeCase::exact: assert_bit_identical("NS(" + what + ") and NS(G)", out, impl.run(g.values, cfg), cfg.dtype); break;
-    case props::ExtremeCase::finite:
-      if (props::outside_the_premise(scaled, cfg, {out}, [&] { return reference_output(impl, scaled, cfg, out); })) break;
+    case checks::ExtremeCase::exact: assert_bit_identical("NS(" + what + ") and NS(G)", out, impl.run(g.values, cfg), cfg.dtype); break;
+    case checks::ExtremeCase::finite:
+      if (checks::outside_the_premise(scaled, cfg, {out}, [&] { return reference_output(impl, scaled, cfg, out); })) break;
       assert_that(all_finite(out), what + " is finite in every dtype involved, but the output is not");
       break;
   }
@@ -360,7 +360,7 @@ struct EpsEffect {
 EpsEffect eps_effect(const Eigen::VectorXd& xhat, double c1, double c2, const NsConfig& cfg) {
   EpsEffect e;
   for (Eigen::Index i = 0; i < xhat.size(); ++i) {
-    const double a = props::scalar_map(cfg, c1 * xhat(i)), b = props::scalar_map(cfg, c2 * xhat(i));
+    const double a = checks::scalar_map(cfg, c1 * xhat(i)), b = checks::scalar_map(cfg, c2 * xhat(i));
     e.change2 += (a - b) * (a - b);
     e.output2 += b * b;
   }
@@ -403,37 +403,37 @@ void positive_scaling(const KernelUnderTest& impl, const KernelDomain& d) {
   const MatD scaled = g.values * s;
   const double norm = std::sqrt(g.values.cwiseAbs2().sum());
   RC_PRE(norm > 0.0);
-  if (!props::entries_normal_for(g.values, cfg) || !props::entries_normal_for(scaled, cfg)) {
+  if (!checks::entries_normal_for(g.values, cfg) || !checks::entries_normal_for(scaled, cfg)) {
     RC_CLASSIFY(true, "an entry of G or sG is subnormal in the compute or normalization dtype (judged from the input): "
                       "bound not applicable");
     return;
   }
   const MatD of_scaled = impl.run(scaled, cfg), of_plain = impl.run(g.values, cfg);
-  if (props::outside_the_premise(g.values, cfg, {of_scaled, of_plain},
+  if (checks::outside_the_premise(g.values, cfg, {of_scaled, of_plain},
                                  [&] { return reference_outputs(impl, scaled, of_scaled, g.values, of_plain, cfg); }))
     return;
-  const props::Tolerance& tol = props::tolerance(props::Claim::scaling, cfg.kernel, cfg.dtype);
+  const checks::Tolerance& tol = checks::tolerance(checks::Claim::scaling, cfg.kernel, cfg.dtype);
   // B(sG) from G's spectrum: sG's singular values are s times G's (to u64 ||sG||, the float64
   // product's rounding), normalized by ||sG|| + eps
   const double scaled_norm = std::sqrt(scaled.cwiseAbs2().sum());
-  const Eigen::VectorXd spectrum = props::remembered_singular_values(g.values);
+  const Eigen::VectorXd spectrum = checks::remembered_singular_values(g.values);
   const Eigen::VectorXd scaled_spectrum = spectrum * (s / (scaled_norm + cfg.eps));
   const double bound =
-      tol.bound(props::rounding_bound(g.values, cfg) + props::rounding_bound(scaled_spectrum, scaled.rows(), scaled.cols(), cfg));
+      tol.bound(checks::rounding_bound(g.values, cfg) + checks::rounding_bound(scaled_spectrum, scaled.rows(), scaled.cols(), cfg));
   const double c1 = s * norm / (s * norm + cfg.eps), c2 = norm / (norm + cfg.eps);
   // from the bounds' spectrum: within bounds_spectrum_error sigma_max <= that times ||G|| of the
   // exact one (the factor covers the float64 ||G||'s own rounding, below m n u64 <= 1e-6)
   const Eigen::VectorXd xtilde = spectrum / norm;
   const EpsEffect at_xtilde = eps_effect(xtilde, c1, c2, cfg);
   double predicted = eps_effect_upper_bound(
-      at_xtilde, xtilde, props::bounds_spectrum_error(g.values.rows(), g.values.cols()) * (1 + 1e-6), c1, c2, cfg);
+      at_xtilde, xtilde, checks::bounds_spectrum_error(g.values.rows(), g.values.cols()) * (1 + 1e-6), c1, c2, cfg);
   if (!(predicted - at_xtilde.estimate() <= kEpsEffectSlackShare * bound))
     // the accurate float64 spectrum (dgesdd, each value within p(n) u64 sigma_max: svd_error)
     predicted = eps_effect(singular_values(g.values) / norm, c1, c2, cfg).estimate();
   RC_LOG() << "s = " << exact(s) << ", predicted eps effect " << predicted << '\n';
   // measured <= predicted + bound, written so that the recorded ratio is the rounding part's
   assert_within("||NS(sG) - NS(G)|| / ||NS(G)|| - predicted eps effect (s = " + exact(s) + ")",
-                props::distance_relative_to_the_map(of_scaled, of_plain, g.values, cfg) - predicted, bound, tol.derivation);
+                checks::distance_relative_to_the_map(of_scaled, of_plain, g.values, cfg) - predicted, bound, tol.derivation);
 }
 
 // K3 [bounded]. NS(U G V^T) = U NS(G) V^T in exact arithmetic for orthogonal U, V: structured
@@ -442,20 +442,20 @@ void positive_scaling(const KernelUnderTest& impl, const KernelDomain& d) {
 void orthogonal_equivariance(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix g = draw(any_shape(d));
   const NsConfig cfg = draw_config(d);
-  const props::StructuredOrthogonal u = *props::structured_orthogonals(g.values.rows());
-  const props::StructuredOrthogonal v = *props::structured_orthogonals(g.values.cols());
+  const checks::StructuredOrthogonal u = *checks::structured_orthogonals(g.values.rows());
+  const checks::StructuredOrthogonal v = *checks::structured_orthogonals(g.values.cols());
   const auto rotate = [&](const MatD& m) { return u.times(v.times_from_the_right_transposed(m)); };
   const MatD rotated = rotate(g.values);
   const MatD plain = impl.run(g.values, cfg), of_rotated = impl.run(rotated, cfg);
-  if (props::outside_the_premise(g.values, cfg, {plain, of_rotated},
+  if (checks::outside_the_premise(g.values, cfg, {plain, of_rotated},
                                  [&] { return reference_outputs(impl, g.values, plain, rotated, of_rotated, cfg); }))
     return;
-  const props::Tolerance& tol = props::tolerance(props::Claim::orthogonal_equivariance, cfg.kernel, cfg.dtype);
-  assert_within("||NS(U G V^T) - U NS(G) V^T|| / ||NS(G)||", props::distance_relative_to_the_map(of_rotated, rotate(plain), g.values, cfg),
+  const checks::Tolerance& tol = checks::tolerance(checks::Claim::orthogonal_equivariance, cfg.kernel, cfg.dtype);
+  assert_within("||NS(U G V^T) - U NS(G) V^T|| / ||NS(G)||", checks::distance_relative_to_the_map(of_rotated, rotate(plain), g.values, cfg),
                 // B(G) + B(UGV^T) = 2 B(G): U G V^T has G's singular values (the float64 transform's
                 // rounding moves them, which orthogonal_transform_rounding accounts for)
-                tol.bound(2 * props::rounding_bound(g.values, cfg) +
-                          props::orthogonal_transform_rounding(g.values, cfg, u.rounding() + v.rounding())),
+                tol.bound(2 * checks::rounding_bound(g.values, cfg) +
+                          checks::orthogonal_transform_rounding(g.values, cfg, u.rounding() + v.rounding())),
                 tol.derivation);
 }
 
@@ -465,18 +465,18 @@ void orthogonal_equivariance(const KernelUnderTest& impl, const KernelDomain& d)
 void permutation_equivariance(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix g = draw(any_shape(d));
   const NsConfig cfg = draw_config(d);
-  const auto rows = *props::permutations(g.values.rows());
-  const auto cols = *props::permutations(g.values.cols());
-  const MatD input = props::permuted(g.values, rows, cols);
+  const auto rows = *checks::permutations(g.values.rows());
+  const auto cols = *checks::permutations(g.values.cols());
+  const MatD input = checks::permuted(g.values, rows, cols);
   const MatD plain = impl.run(g.values, cfg), actual = impl.run(input, cfg);
-  if (props::outside_the_premise(g.values, cfg, {plain, actual},
+  if (checks::outside_the_premise(g.values, cfg, {plain, actual},
                                  [&] { return reference_outputs(impl, g.values, plain, input, actual, cfg); }))
     return;
-  const MatD expected = props::permuted(plain, rows, cols);
+  const MatD expected = checks::permuted(plain, rows, cols);
   RC_CLASSIFY(compare_bits(actual, expected, cfg.dtype).identical, "bit-identical");
-  const props::Tolerance& tol = props::tolerance(props::Claim::permutation_equivariance, cfg.kernel, cfg.dtype);
-  assert_within("||NS(P G Q) - P NS(G) Q|| / ||NS(G)||", props::distance_relative_to_the_map(actual, expected, g.values, cfg),
-                tol.bound(2 * props::rounding_bound(g.values, cfg)), tol.derivation);  // B(PGQ) = B(G): the same singular values
+  const checks::Tolerance& tol = checks::tolerance(checks::Claim::permutation_equivariance, cfg.kernel, cfg.dtype);
+  assert_within("||NS(P G Q) - P NS(G) Q|| / ||NS(G)||", checks::distance_relative_to_the_map(actual, expected, g.values, cfg),
+                tol.bound(2 * checks::rounding_bound(g.values, cfg)), tol.derivation);  // B(PGQ) = B(G): the same singular values
 }
 
 // K5 [bounded, derived interval]. The singular values of NS(G) lie in the band the scalar map
@@ -492,10 +492,10 @@ void convergence_band(const KernelUnderTest& impl, const KernelDomain& d) {
   const MatD out = impl.run(g.values, cfg);
   // the spectra first where they exist (a finite output): the output's, remembered, also settles
   // the premise's divergence test (premises.hpp: diverged)
-  const std::optional<props::BandSpectra> known = all_finite(out) ? std::optional(props::band_spectra(g.values, out, cfg)) : std::nullopt;
-  if (props::outside_the_premise(g.values, cfg, {out}, [&] { return reference_output(impl, g.values, cfg, out); })) return;
-  const props::BandSpectra spectra = known ? *known : props::band_spectra(g.values, out, cfg);
-  const props::Band band = props::convergence_band(spectra.x, cfg, g.shape.long_side(), g.shape.square(), true, spectra.error);
+  const std::optional<checks::BandSpectra> known = all_finite(out) ? std::optional(checks::band_spectra(g.values, out, cfg)) : std::nullopt;
+  if (checks::outside_the_premise(g.values, cfg, {out}, [&] { return reference_output(impl, g.values, cfg, out); })) return;
+  const checks::BandSpectra spectra = known ? *known : checks::band_spectra(g.values, out, cfg);
+  const checks::Band band = checks::convergence_band(spectra.x, cfg, g.shape.long_side(), g.shape.square(), true, spectra.error);
   const Eigen::VectorXd& sigma = spectra.sigma;
   RC_CLASSIFY(band.hi < 2.0, "band informative (hi < 2)");
   RC_LOG() << "band [" << exact(band.lo) << ", " << exact(band.hi) << "]\n";
@@ -514,10 +514,10 @@ void gram_matches_standard_fp64(const KernelUnderTest& impl, const KernelDomain&
   const TestMatrix g = draw(any_shape(d));
   NsConfig cfg;
   cfg.dtype = DType::fp64;
-  const props::Tolerance& tol = props::tolerance(props::Claim::gram_matches_standard, Kernel::gram, DType::fp64);
+  const checks::Tolerance& tol = checks::tolerance(checks::Claim::gram_matches_standard, Kernel::gram, DType::fp64);
   assert_within("rel_diff(NS_gram(G), NS_standard(G)) in fp64",
-                rel_diff(impl.run(g.values, props::with_kernel(cfg, Kernel::gram)),
-                         impl.run(g.values, props::with_kernel(cfg, Kernel::standard))),
+                rel_diff(impl.run(g.values, checks::with_kernel(cfg, Kernel::gram)),
+                         impl.run(g.values, checks::with_kernel(cfg, Kernel::standard))),
                 tol.bound(0.0), tol.derivation);
 }
 
@@ -528,18 +528,18 @@ void gram_matches_standard_fp64(const KernelUnderTest& impl, const KernelDomain&
 void gram_matches_standard_narrow(const KernelUnderTest& impl, const KernelDomain& d) {
   const TestMatrix g = draw(any_shape(d));
   NsConfig cfg = draw_config(d);
-  cfg.dtype = *props::narrow_dtypes();
-  cfg.accumulate = d.compute_accumulation ? *props::accumulations(cfg.dtype) : Accumulate::fp32;
-  const NsConfig gram = props::with_kernel(cfg, Kernel::gram), standard = props::with_kernel(cfg, Kernel::standard);
+  cfg.dtype = *checks::narrow_dtypes();
+  cfg.accumulate = d.compute_accumulation ? *checks::accumulations(cfg.dtype) : Accumulate::fp32;
+  const NsConfig gram = checks::with_kernel(cfg, Kernel::gram), standard = checks::with_kernel(cfg, Kernel::standard);
   const MatD of_gram = impl.run(g.values, gram), of_standard = impl.run(g.values, standard);
-  if (props::outside_the_premise(g.values, gram, {of_gram}, [&] { return reference_output(impl, g.values, gram, of_gram); }) |
-      props::outside_the_premise(g.values, standard, {of_standard},
+  if (checks::outside_the_premise(g.values, gram, {of_gram}, [&] { return reference_output(impl, g.values, gram, of_gram); }) |
+      checks::outside_the_premise(g.values, standard, {of_standard},
                                  [&] { return reference_output(impl, g.values, standard, of_standard); }))
     return;
-  if (props::outside_first_order_regime(g.values, {&gram, &standard})) return;
-  const props::Tolerance& tol = props::tolerance(props::Claim::gram_matches_standard, Kernel::gram, cfg.dtype);
-  assert_within("||NS_gram(G) - NS_standard(G)|| / ||NS(G)||", props::distance_relative_to_the_map(of_gram, of_standard, g.values, cfg),
-                tol.bound(props::rounding_bound(g.values, gram) + props::rounding_bound(g.values, standard)), tol.derivation);
+  if (checks::outside_first_order_regime(g.values, {&gram, &standard})) return;
+  const checks::Tolerance& tol = checks::tolerance(checks::Claim::gram_matches_standard, Kernel::gram, cfg.dtype);
+  assert_within("||NS_gram(G) - NS_standard(G)|| / ||NS(G)||", checks::distance_relative_to_the_map(of_gram, of_standard, g.values, cfg),
+                tol.bound(checks::rounding_bound(g.values, gram) + checks::rounding_bound(g.values, standard)), tol.derivation);
 }
 
 // [bounded] The two ways of computing the n x n products (mirrored upper triangle, or both
@@ -551,13 +551,13 @@ void products_agree(const KernelUnderTest& impl, const KernelDomain& d) {
   symmetric.products = Products::symmetric;
   full.products = Products::full;
   const MatD of_symmetric = impl.run(g.values, symmetric), of_full = impl.run(g.values, full);
-  if (props::outside_the_premise(g.values, symmetric, {of_symmetric},
+  if (checks::outside_the_premise(g.values, symmetric, {of_symmetric},
                                  [&] { return reference_output(impl, g.values, symmetric, of_symmetric); }) |
-      props::outside_the_premise(g.values, full, {of_full}, [&] { return reference_output(impl, g.values, full, of_full); }))
+      checks::outside_the_premise(g.values, full, {of_full}, [&] { return reference_output(impl, g.values, full, of_full); }))
     return;
-  const props::Tolerance& tol = props::tolerance(props::Claim::products_agree, cfg.kernel, cfg.dtype);
-  assert_within("||NS_symmetric(G) - NS_full(G)|| / ||NS(G)||", props::distance_relative_to_the_map(of_symmetric, of_full, g.values, cfg),
-                tol.bound(2 * props::rounding_bound(g.values, cfg)), tol.derivation);
+  const checks::Tolerance& tol = checks::tolerance(checks::Claim::products_agree, cfg.kernel, cfg.dtype);
+  assert_within("||NS_symmetric(G) - NS_full(G)|| / ||NS(G)||", checks::distance_relative_to_the_map(of_symmetric, of_full, g.values, cfg),
+                tol.bound(2 * checks::rounding_bound(g.values, cfg)), tol.derivation);
 }
 
 // K8 [bounded]. A 1 x n matrix has a single singular value x = ||g|| / (||g|| + eps), so
@@ -570,12 +570,12 @@ void row_vector(const KernelUnderTest& impl, const KernelDomain& d) {
   const NsConfig cfg = draw_config(d);
   const double norm = std::sqrt(g.values.cwiseAbs2().sum());
   RC_PRE(norm > 0.0);
-  const MatD expected = g.values * (props::scalar_map(cfg, norm / (norm + cfg.eps)) / norm);
+  const MatD expected = g.values * (checks::scalar_map(cfg, norm / (norm + cfg.eps)) / norm);
   const MatD out = impl.run(g.values, cfg);
-  if (props::outside_the_premise(g.values, cfg, {out}, [&] { return reference_output(impl, g.values, cfg, out); })) return;
-  const props::Tolerance& tol = props::tolerance(props::Claim::vector_closed_form, cfg.kernel, cfg.dtype);
+  if (checks::outside_the_premise(g.values, cfg, {out}, [&] { return reference_output(impl, g.values, cfg, out); })) return;
+  const checks::Tolerance& tol = checks::tolerance(checks::Claim::vector_closed_form, cfg.kernel, cfg.dtype);
   assert_within("rel_diff(NS(g), phi(x) g / ||g||)", rel_diff(out, expected),
-                tol.bound(props::RowVectorErrorBound(cfg, g.values.size()).relative(norm)), tol.derivation);
+                tol.bound(checks::RowVectorErrorBound(cfg, g.values.size()).relative(norm)), tol.derivation);
 }
 
 // REF [bounded]. Agreement with the reference: the implementation's distance to the float64 map
@@ -598,11 +598,11 @@ void row_vector(const KernelUnderTest& impl, const KernelDomain& d) {
 // Claimed for sides >= kTwoDrawMinSide, as S5 claims it (tolerances.hpp: below that one more draw of
 // a small matrix's rounding error exceeds twice the largest of a few too often).
 void agreement_with_reference(const KernelUnderTest& impl, const KernelDomain& d) {
-  const Shape shape = *rc::gen::suchThat(any_shape(d), [](const Shape& s) { return s.short_side() >= props::kTwoDrawMinSide; });
+  const Shape shape = *rc::gen::suchThat(any_shape(d), [](const Shape& s) { return s.short_side() >= checks::kTwoDrawMinSide; });
   const TestMatrix g = draw(rc::gen::just(shape));
   const NsConfig cfg = draw_config(d);
-  const auto rows = *rc::gen::container<std::vector<std::vector<Eigen::Index>>>(2, props::permutations(shape.rows));
-  const auto cols = *rc::gen::container<std::vector<std::vector<Eigen::Index>>>(2, props::permutations(shape.cols));
+  const auto rows = *rc::gen::container<std::vector<std::vector<Eigen::Index>>>(2, checks::permutations(shape.rows));
+  const auto cols = *rc::gen::container<std::vector<std::vector<Eigen::Index>>>(2, checks::permutations(shape.cols));
   const MatD yours = impl.run(g.values, cfg);
   note_matrix("output", yours);
   // S (fp64 needs none): the own error of the configuration own_cfg on G and on two permutations of
@@ -610,22 +610,22 @@ void agreement_with_reference(const KernelUnderTest& impl, const KernelDomain& d
   // own_cfg is cfg, its run on G is `ours`.
   const bool measures_s = cfg.dtype != DType::fp64;
   const bool scaled_fp32 = measures_s && cfg.dtype != DType::fp32 && cfg.accumulate == Accumulate::fp32;
-  const NsConfig own_cfg = scaled_fp32 ? props::with_dtype(cfg, DType::fp32) : cfg;
+  const NsConfig own_cfg = scaled_fp32 ? checks::with_dtype(cfg, DType::fp32) : cfg;
   Batch inputs;
-  if (measures_s) inputs = {props::permuted(g.values, rows[0], cols[0]), props::permuted(g.values, rows[1], cols[1])};
+  if (measures_s) inputs = {checks::permuted(g.values, rows[0], cols[0]), checks::permuted(g.values, rows[1], cols[1])};
   if (scaled_fp32) inputs.push_back(g.values);
   // The float64 oracle, about two fp32 runs of work (reports/performance.md), on one core; on the
   // other the reference's run on G and, where the runs go side by side (large: each its own bits
   // either way), S's first run, so that neither core waits for the other; S's other runs after it
   // (ns_batch: side by side, or one run's panels on both cores). A case outside the premise wastes
   // that first run; it is rare, and small cases run nothing early.
-  const bool large = g.values.size() >= props::kSideBySideMinElements;
+  const bool large = g.values.size() >= checks::kSideBySideMinElements;
   Batch runs;
-  const auto [oracle, ours] = props::side_by_side(
-      large, [&] { return props::ns(g.values, props::oracle_config(cfg)); },
+  const auto [oracle, ours] = checks::side_by_side(
+      large, [&] { return checks::ns(g.values, checks::oracle_config(cfg)); },
       [&] {
-        MatD reference = props::ns(g.values, cfg);
-        if (large && measures_s) runs.push_back(props::ns(inputs[0], own_cfg));
+        MatD reference = checks::ns(g.values, cfg);
+        if (large && measures_s) runs.push_back(checks::ns(inputs[0], own_cfg));
         return reference;
       });
   if (is_zero(oracle)) {
@@ -634,19 +634,19 @@ void agreement_with_reference(const KernelUnderTest& impl, const KernelDomain& d
     return;
   }
   note_matrix("reference", ours);
-  if (props::outside_the_premise(g.values, cfg, {yours}, [&] { return Batch{ours}; })) return;
+  if (checks::outside_the_premise(g.values, cfg, {yours}, [&] { return Batch{ours}; })) return;
   if (cfg.dtype == DType::fp64) {
-    assert_within("rel_diff(yours, reference) in fp64", rel_diff(yours, ours), 2 * props::rounding_bound(g.values, cfg),
+    assert_within("rel_diff(yours, reference) in fp64", rel_diff(yours, ours), 2 * checks::rounding_bound(g.values, cfg),
                   "2 B(G): both fp64 results are within the a-priori rounding bound B(G) of the exact map "
                   "(tolerances.hpp); the float64 oracle has no error of its own to scale by");
     return;
   }
-  for (MatD& run : props::ns_batch(Batch(inputs.begin() + static_cast<std::ptrdiff_t>(runs.size()), inputs.end()), own_cfg))
+  for (MatD& run : checks::ns_batch(Batch(inputs.begin() + static_cast<std::ptrdiff_t>(runs.size()), inputs.end()), own_cfg))
     runs.push_back(std::move(run));
   double s = rel_diff(scaled_fp32 ? runs[2] : ours, oracle);
-  for (std::size_t k = 0; k < 2; ++k) s = std::max(s, rel_diff(runs[k], props::permuted(oracle, rows[k], cols[k])));
+  for (std::size_t k = 0; k < 2; ++k) s = std::max(s, rel_diff(runs[k], checks::permuted(oracle, rows[k], cols[k])));
   const double factor = scaled_fp32 ? unit_roundoff(cfg.dtype) / unit_roundoff(DType::fp32) : 1.0;
-  const props::Tolerance& tol = props::tolerance(scaled_fp32 ? props::Claim::golden_bf16 : props::Claim::golden_fp32, cfg.kernel,
+  const checks::Tolerance& tol = checks::tolerance(scaled_fp32 ? checks::Claim::golden_bf16 : checks::Claim::golden_fp32, cfg.kernel,
                                                  scaled_fp32 ? DType::bf16 : DType::fp32);
   assert_within("rel_diff(yours, float64 map)", rel_diff(yours, oracle), tol.bound(0.0, factor * s),
                 std::string(scaled_fp32 ? "2 (u_dtype / u_fp32) S_fp32" : "2 S") +
@@ -660,16 +660,16 @@ std::string_view square_excluded(const Shape& s) { return s.square() ? "the shap
 std::string_view not_a_row_vector(const Shape& s) { return s.rows == 1 ? "" : "the shape is not 1 x n"; }
 std::string_view not_square(const Shape& s) { return s.square() ? "" : "the shape is not square"; }
 std::string_view short_side_too_small(const Shape& s) {
-  return s.short_side() >= props::kTwoDrawMinSide ? "" : "the bound is claimed for sides >= 16 (tolerances.hpp: kTwoDrawMinSide)";
+  return s.short_side() >= checks::kTwoDrawMinSide ? "" : "the bound is claimed for sides >= 16 (tolerances.hpp: kTwoDrawMinSide)";
 }
 
 }  // namespace
 
 std::string_view promise_name(KernelPromise p) { return p == KernelPromise::map ? "map" : "bitwise"; }
 
-KernelDomain every_configuration(Eigen::Index max_dim) { return {props::ns_configs(), max_dim, std::nullopt}; }
+KernelDomain every_configuration(Eigen::Index max_dim) { return {checks::ns_configs(), max_dim, std::nullopt}; }
 
-KernelDomain one_configuration(const NsConfig& cfg, Eigen::Index max_dim, std::optional<props::Shape> shape) {
+KernelDomain one_configuration(const NsConfig& cfg, Eigen::Index max_dim, std::optional<checks::Shape> shape) {
   if (max_dim < kMinDrawnSide || max_dim > kMaxDrawnSide)
     throw InvalidField("max_dim", "must be between " + std::to_string(kMinDrawnSide) + " and " + std::to_string(kMaxDrawnSide) + ", got " + std::to_string(max_dim));
   if (shape && (shape->rows < 1 || shape->cols < 1 || shape->rows * shape->cols > kMaxPinnedElements))
@@ -818,7 +818,7 @@ const KernelProperty* find_kernel_property(std::string_view name) {
   return nullptr;
 }
 
-std::string not_applicable(const KernelProperty& p, const KernelUnderTest& impl, const std::optional<props::Shape>& pinned) {
+std::string not_applicable(const KernelProperty& p, const KernelUnderTest& impl, const std::optional<checks::Shape>& pinned) {
   if (const unsigned missing = p.needs & ~impl.abilities()) return impl.name() + " " + ability_words(missing);
   if (p.compares_with_the_reference && impl.is_reference()) return "the reference would be compared with itself";
   if (pinned && p.excluded_shape) return std::string(p.excluded_shape(*pinned));

@@ -30,7 +30,7 @@ std::string_view promise_name(KernelPromise);
 struct KernelDomain {
   rc::Gen<NsConfig> configs;          // the reference: every configuration; a user's kernel: its own
   Eigen::Index max_dim = 48;          // the largest side drawn
-  std::optional<props::Shape> shape;  // every matrix of this shape (the caller's layer), else any
+  std::optional<checks::Shape> shape;  // every matrix of this shape (the caller's layer), else any
   // The implementation runs accumulate=compute (PyTorch's CPU GEMM in the dtype): a property that
   // draws the accumulation itself draws it only then (the CUDA backend accumulates as cuBLAS does).
   bool compute_accumulation = true;
@@ -42,7 +42,7 @@ KernelDomain every_configuration(Eigen::Index max_dim);
 // kMaxPinnedElements elements: a float64 copy of the case is 512 MiB there, and a case holds about
 // a dozen; Llama-3-8B's 4096 x 14336 MLP fits).
 inline constexpr Eigen::Index kMaxPinnedElements = Eigen::Index{1} << 26;
-KernelDomain one_configuration(const NsConfig&, Eigen::Index max_dim, std::optional<props::Shape> shape);
+KernelDomain one_configuration(const NsConfig&, Eigen::Index max_dim, std::optional<checks::Shape> shape);
 
 struct KernelProperty {
   std::string_view code;   // SPEC's K1..K11, REF
@@ -52,7 +52,7 @@ struct KernelProperty {
   unsigned needs = 0;                        // Ability bits the implementation must have (none by default)
   bool compares_with_the_reference = false;  // not run on the reference itself (it would compare it with itself)
   // Why a pinned shape cannot hold the property's cases (empty when it can); null: every shape can.
-  std::string_view (*excluded_shape)(const props::Shape&) = nullptr;
+  std::string_view (*excluded_shape)(const checks::Shape&) = nullptr;
   void (*body)(const KernelUnderTest&, const KernelDomain&);
 };
 std::span<const KernelProperty> kernel_properties();
@@ -60,6 +60,6 @@ const KernelProperty* find_kernel_property(std::string_view name);
 
 // Why `property` is not run on `impl` with every matrix of `pinned` shape (or any shape) ("" when it
 // is). Needs no generator, so that front ends can ask before anything is drawn.
-std::string not_applicable(const KernelProperty&, const KernelUnderTest&, const std::optional<props::Shape>& pinned);
+std::string not_applicable(const KernelProperty&, const KernelUnderTest&, const std::optional<checks::Shape>& pinned);
 
 }  // namespace nsv::checks

@@ -51,7 +51,7 @@
 #include "convergence_band.hpp"
 #include "spectra.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // The Gram loop's noise floor. The gram kernel (on non-square inputs) forms R = X X^T of the
 // normalized X in the compute dtype; the rounding error of R has spectral norm about
@@ -239,4 +239,4 @@ inline bool outside_first_order_regime(const MatD& g, std::initializer_list<cons
   return false;
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -15,7 +15,7 @@
 #include "nsv/backend.hpp"
 #include "nsv/kernels.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 inline const Backend& cpu() {
   static const std::unique_ptr<Backend> backend = make_cpu_backend();
@@ -78,4 +78,4 @@ inline NsConfig with_kernel(NsConfig cfg, Kernel k) {
 }
 inline NsConfig oracle_config(const NsConfig& cfg) { return with_dtype(cfg, DType::fp64); }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -15,7 +15,7 @@
 #include "nsv/dtype.hpp"
 #include "nsv/kernels.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 struct ErrVal {
   double v = 0;  // the exact value of this stage
@@ -124,4 +124,4 @@ class RowVectorErrorBound {
   double u_el_ = 0, u_acc_ = 0;
 };
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

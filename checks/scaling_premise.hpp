@@ -10,7 +10,7 @@
 #include "nsv/kernels.hpp"
 #include "nsv/matrix.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // Zero, or at least the smallest normal number of d (d's subnormals lose bits under scaling).
 inline bool zero_or_normal_in(DType d, double v) {
@@ -92,4 +92,4 @@ inline const char* extreme_case_label(ExtremeCase c) {
   return "?";
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -13,7 +13,7 @@
 #include "reference_runs.hpp"
 #include "svd_error.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // Singular values for the bounds' spectral functions (L(G), F(G), ||NS(G)||: tolerances.hpp) and
 // for divergence (the largest of an output), decreasing. Up to kGramSpectrumMinElements elements
@@ -112,4 +112,4 @@ inline Eigen::VectorXd normalized_singular_values(const MatD& g, double eps) {
   return accurate_singular_values(g) / (norm + eps);
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -32,7 +32,7 @@
 #include "nsv/dtype.hpp"
 #include "nsv/matrix.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // Applied by explicit loops whose order of operations is fixed by the shape: Q a by blocks of
 // kColumnBlock columns (all reflections on a block while it is in cache), a Q^T row by row (each
@@ -165,4 +165,4 @@ inline StructuredOrthogonal structured_orthogonal(std::vector<Eigen::Index> perm
   return q;
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

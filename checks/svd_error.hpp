@@ -8,7 +8,7 @@
 
 #include "nsv/dtype.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // Above this many elements spectrum_for_the_bounds (spectra.hpp) takes the Gram route.
 inline constexpr Eigen::Index kGramSpectrumMinElements = 128 * 128;
@@ -53,4 +53,4 @@ inline double bounds_spectrum_error(Eigen::Index rows, Eigen::Index cols) {
   return rows * cols <= kGramSpectrumMinElements ? n * n * u : std::sqrt((n + p) * p * u);
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -42,7 +42,7 @@
 #include "convergence_band.hpp"
 #include "spectra.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 inline double rounded_stages_per_step(Kernel k) { return k == Kernel::standard ? 8.0 : 11.0; }
 
@@ -224,4 +224,4 @@ inline const Tolerance& tolerance(Claim claim, Kernel kernel, DType dtype) {
   throw std::logic_error("no tolerance row for this claim, kernel and dtype");
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -11,7 +11,7 @@
 
 namespace nsv::checks {
 
-namespace shard = props::shard;
+namespace shard = checks::shard;
 
 MatD TpCase::matrix() const { return shard::gaussian(rows, cols, seed); }
 

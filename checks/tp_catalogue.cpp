@@ -46,21 +46,21 @@ bool applies(const SemanticsRecord& rec, const TpCase& t) {
 // split carries a rank-deficient Gram whose error varies with the summation order by up to 4x
 // (sharding/allreduce_bound.hpp): with fewer draws a correct result can exceed 2 S + N1.
 double whole_own_error(const TpCase& t, const MatD& g, const NsConfig& cfg) {
-  const NsConfig cfg64 = props::oracle_config(cfg);
-  const MatD whole64 = props::ns(g, cfg64);
+  const NsConfig cfg64 = checks::oracle_config(cfg);
+  const MatD whole64 = checks::ns(g, cfg64);
   const Layout one_rank = contiguous_layout(t.axis(), {t.layout.dim, 0});
   const auto loop_error = [&](Strategy loop, const MatD& x, const MatD& x64, const Layout& on) {
-    return props::shard::own_error_on(loop, props::cpu(), x, x64, on, cfg);
+    return checks::shard::own_error_on(loop, checks::cpu(), x, x64, on, cfg);
   };
   const auto own_errors = [&](const MatD& x, const MatD& x64) {
-    double s = rel_diff(props::ns(x, cfg), x64);
+    double s = rel_diff(checks::ns(x, cfg), x64);
     for (Strategy loop : kAllReduceLoops) s = std::max(s, loop_error(loop, x, x64, one_rank));
     return s;
   };
   double s = own_errors(g, whole64);
-  props::shard::PermutedDraws perms;
+  checks::shard::PermutedDraws perms;
   perms.sample(g.rows(), g.cols(), t.seed);  // from the case's seed (outside a property)
-  for (int k = 0; k < props::shard::kPermutedDraws; ++k) {
+  for (int k = 0; k < checks::shard::kPermutedDraws; ++k) {
     const MatD x = perms.apply(k, g), x64 = perms.apply(k, whole64);
     s = std::max(s, own_errors(x, x64));
     if (t.layout.tp() > 1)
@@ -71,10 +71,10 @@ double whole_own_error(const TpCase& t, const MatD& g, const NsConfig& cfg) {
 
 double reduction_noise(const TpCase& t, const MatD& g, NsConfig cfg) {
   cfg.steps = std::min(cfg.steps, 1);
-  const MatD whole = props::ns(g, cfg);
+  const MatD whole = checks::ns(g, cfg);
   double n1 = 0;
   for (Strategy loop : kAllReduceLoops)
-    n1 = std::max(n1, rel_diff(assemble(run_strategy(loop, props::cpu(), shard_matrix(g, t.layout), cfg).outputs, t.layout), whole));
+    n1 = std::max(n1, rel_diff(assemble(run_strategy(loop, checks::cpu(), shard_matrix(g, t.layout), cfg).outputs, t.layout), whole));
   return n1;
 }
 
@@ -137,14 +137,14 @@ void assert_within_the_bound_of_the_target(const TpUnderTest& impl, const TpChec
 // within the bound of two evaluations of one map. A tp-invariant function that computes
 // something else (the identity, zeros, a constant) fails here.
 void computes_the_target(const TpUnderTest& impl, const TpCheck& c) {
-  const TpCase whole = draw(c, props::kTwoDrawMinSide).on_one_rank();
+  const TpCase whole = draw(c, checks::kTwoDrawMinSide).on_one_rank();
   note_input(whole.describe());
   assert_within_the_bound_of_the_target(impl, c, whole, "the function's result at tp 1");
 }
 
 // claim rounding: the assembled result at any tp within the S5 bound 2 S + N1 of the target.
 void within_the_s5_bound(const TpUnderTest& impl, const TpCheck& c) {
-  assert_within_the_bound_of_the_target(impl, c, draw(c, props::kTwoDrawMinSide), "assembled result");
+  assert_within_the_bound_of_the_target(impl, c, draw(c, checks::kTwoDrawMinSide), "assembled result");
 }
 
 // claims exact and rounding: every rank's shard keeps its bits through the call (an in-place
@@ -192,10 +192,10 @@ ObservedTpCall TpUnderTest::run_observed(const TpCase& t, const std::vector<MatD
 
 std::vector<MatD> SimulatedTp::run(const TpCase& t, const std::vector<MatD>& shards, const NsConfig& cfg) const {
   const std::int64_t head_dim = t.heads_on_rows() ? t.head_dim : 0;
-  if (kind_ == ResultKind::ns) return run_strategy(strategy_, props::cpu(), ShardedMatrix{shards, t.layout, head_dim}, cfg).outputs;
+  if (kind_ == ResultKind::ns) return run_strategy(strategy_, checks::cpu(), ShardedMatrix{shards, t.layout, head_dim}, cfg).outputs;
   MuonConfig m = muon_of(cfg);
   m.scale_from = scale_from_;
-  return sharded_update_from_blends(props::cpu(), shards, t.layout, head_dim, strategy_, m).updates;
+  return sharded_update_from_blends(checks::cpu(), shards, t.layout, head_dim, strategy_, m).updates;
 }
 
 const SemanticsRecord& target_record(const TpCheck& c) {
@@ -226,7 +226,7 @@ std::span<const TpProperty> tp_properties() {
        .name = "tp_result_is_within_the_s5_bound_of_the_target",
        .claim = "the assembled result at any tp is the target within 2 S + N1",
        .required_by_rounding = true,
-       .min_side = props::kTwoDrawMinSide,
+       .min_side = checks::kTwoDrawMinSide,
        .body = within_the_s5_bound},
       {.code = "S-untouched",
        .name = "tp_shards_are_left_untouched_and_not_aliased",
@@ -252,7 +252,7 @@ const TpProperty* find_tp_property(std::string_view name) {
 
 std::vector<MatD> semantics_result(const SemanticsRecord& rec, ResultKind kind, const TpCase& t, const MatD& g, const NsConfig& cfg) {
   const std::optional<MeshLayout> mesh = mesh_of(t);
-  return semantics_blocks(rec, kind, props::cpu(), split(g, t.layout), t.layout, t.heads_on_rows() ? t.head_dim : 0, muon_of(cfg),
+  return semantics_blocks(rec, kind, checks::cpu(), split(g, t.layout), t.layout, t.heads_on_rows() ? t.head_dim : 0, muon_of(cfg),
                           mesh ? &*mesh : nullptr);
 }
 
@@ -292,29 +292,29 @@ TpBound tp_bound(const TpCase& t, const MatD& g, const SemanticsRecord& rec, con
                                                        : rec.of_mesh_pieces              ? Semantics::per_piece_ns
                                                                                          : Semantics::per_shard_ns);
     b.s = rel_diff(assemble(semantics_result(unscaled, ResultKind::ns, t, g, cfg), t.layout),
-                   assemble(semantics_result(unscaled, ResultKind::ns, t, g, props::oracle_config(cfg)), t.layout));
+                   assemble(semantics_result(unscaled, ResultKind::ns, t, g, checks::oracle_config(cfg)), t.layout));
     // Below kTwoDrawMinSide one draw of a block's rounding can fall far below another correct
     // evaluation's (tolerances.hpp; a ZeRO piece is a 1 x n row, whose error is its normalization's,
     // computed more or less accurately by correct kernels): there S is at least each such block's
     // a-priori B (rounding_bound, relative to its NS; the assembled relative error is at most the
     // largest block's).
     for (const MatD& block : ns_blocks(unscaled, t, g))
-      if (block.size() > 0 && std::min(block.rows(), block.cols()) < props::kTwoDrawMinSide)
-        b.s = std::max(b.s, props::rounding_bound(block, cfg));
+      if (block.size() > 0 && std::min(block.rows(), block.cols()) < checks::kTwoDrawMinSide)
+        b.s = std::max(b.s, checks::rounding_bound(block, cfg));
   }
   return b;
 }
 
 TpDiagnosis diagnose_tp(const TpUnderTest& impl, const TpCheck& c, int count, std::uint64_t seed) {
   TpScope scope = c.scope;
-  scope.min_side = std::max<std::int64_t>(scope.min_side, props::kTwoDrawMinSide);
+  scope.min_side = std::max<std::int64_t>(scope.min_side, checks::kTwoDrawMinSide);
   scope.heads_on_rows = scope.heads_on_rows || c.target == Semantics::per_head;
   const auto gen = tp_cases(scope);
   std::map<const SemanticsRecord*, std::vector<CandidateDistance>> by_record;
   TpDiagnosis d;
   for (int i = 0; i < count; ++i) {
     // sizes spread over RapidCheck's range, so that small and large cases both occur
-    const TpCase t = props::sample(gen, seed + static_cast<std::uint64_t>(i), 1 + (99 * i) / std::max(1, count - 1));
+    const TpCase t = checks::sample(gen, seed + static_cast<std::uint64_t>(i), 1 + (99 * i) / std::max(1, count - 1));
     const MatD g = t.matrix();
     DiagnosisCase dc;
     dc.layout = t.describe();

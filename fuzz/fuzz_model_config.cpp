@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "nsv/audit.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/audit.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "scratch_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -28,7 +28,7 @@
 #include "nsv/matrix.hpp"
 #include "nsv/metrics.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 struct Tally {
   int properties = 0;
@@ -159,11 +159,11 @@ inline std::string bit_difference(const MatD& a, const MatD& b, DType ulp_dtype)
 inline std::string context_prefix() { return {}; }
 inline std::string context_prefix(const std::string& context) { return context + ": "; }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks
 
 #define NSV_PROPERTY(Name, ArgList)                                                  \
   void nsv_property_##Name ArgList;                                                  \
-  BOOST_AUTO_TEST_CASE(Name) { ::nsv::props::check_property(&nsv_property_##Name); } \
+  BOOST_AUTO_TEST_CASE(Name) { ::nsv::checks::check_property(&nsv_property_##Name); } \
   void nsv_property_##Name ArgList
 
 // Exact claim: every element has the same bits. On failure: the context (optional: which step,
@@ -172,7 +172,7 @@ inline std::string context_prefix(const std::string& context) { return context +
 // engine is checks/assertions.hpp, shared with every implementation under test; its negative
 // controls are in comparator_props.cpp and sharding/layout_props.cpp.
 #define RC_ASSERT_BIT_IDENTICAL(a, b, dtype, ...) \
-  ::nsv::checks::assert_bit_identical(::nsv::props::context_prefix(__VA_ARGS__) + #a " and " #b, (a), (b), (dtype))
+  ::nsv::checks::assert_bit_identical(::nsv::checks::context_prefix(__VA_ARGS__) + #a " and " #b, (a), (b), (dtype))
 
 // Bounded claim: `measured <= bound`, false for NaN. On failure: both figures exactly, and the
 // derivation of the bound.

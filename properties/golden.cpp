@@ -21,7 +21,7 @@
 #include "reference_runs.hpp"
 #include "tolerances.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 namespace {
 
 const std::filesystem::path kGoldenDir = std::filesystem::path(NSV_FIXTURES_DIR) / "golden" / "deepspeed";
@@ -211,4 +211,4 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace nsv::props {
+namespace nsv::checks {
 
 inline nlohmann::json read_golden_manifest(const std::filesystem::path& dir) {
   std::ifstream in(dir / "manifest.json");
@@ -13,4 +13,4 @@ inline nlohmann::json read_golden_manifest(const std::filesystem::path& dir) {
   return nlohmann::json::parse(in);
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

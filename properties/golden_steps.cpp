@@ -27,7 +27,7 @@
 #include "reference_runs.hpp"
 #include "tolerances.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 namespace {
 
 const std::filesystem::path kStepsDir = std::filesystem::path(NSV_FIXTURES_DIR) / "golden" / "deepspeed_steps";
@@ -118,4 +118,4 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -51,7 +51,7 @@
 #include "convergence_band.hpp"
 #include "premises.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 namespace gram_band_detail {
 
@@ -240,4 +240,4 @@ inline GramBand gram_restart_band(const Eigen::VectorXd& x, const NsConfig& cfg,
   return band;
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -8,7 +8,7 @@
 
 #include "check.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 Tally& tally() {
   static Tally t;
@@ -42,4 +42,4 @@ struct Summary {
 BOOST_TEST_GLOBAL_FIXTURE(Summary);
 
 }  // namespace
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -7,7 +7,7 @@
 #include "generators/normals.hpp"
 #include "nsv/rank_measures.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 BOOST_AUTO_TEST_SUITE(foundation)
 
@@ -91,4 +91,4 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

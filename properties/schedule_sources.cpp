@@ -23,7 +23,7 @@
 
 #include "nsv/coeffs.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 namespace {
 
 const std::filesystem::path kFixture =
@@ -263,4 +263,4 @@ BOOST_AUTO_TEST_CASE(you_is_the_quintic_numbers_repeating_the_last_triple) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -26,7 +26,7 @@
 #include "check.hpp"
 #include "generators/configs.hpp"
 #include "nsv/coeffs.hpp"
-#include "nsv/proxy_measurement.hpp"
+#include "nsv/analysis/proxy_measurement.hpp"
 #include "nsv/schedule_theory.hpp"
 
 using namespace nsv;
@@ -117,7 +117,7 @@ BOOST_AUTO_TEST_CASE(ST3_map_derivative_bounds_of_one_step_are_its_largest_deriv
 
 NSV_PROPERTY(PX1_a_prescaled_first_step_is_the_step_on_x_over_s, ()) {
   NsConfig cfg;
-  cfg.coeffs = *props::schedules();
+  cfg.coeffs = *checks::schedules();
   cfg.steps = *rc::gen::inRange(1, 9);
   const double s = *rc::gen::inRange(1001, 8000) / 1000.0;
   const NsConfig scaled = first_step_prescaled(cfg, s);

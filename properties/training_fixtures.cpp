@@ -15,7 +15,7 @@
 #include "nsv/model.hpp"
 #include "nsv/npy.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 namespace {
 
 namespace fs = std::filesystem;
@@ -114,4 +114,4 @@ BOOST_AUTO_TEST_CASE(every_checkpoint_holds_the_matrices_its_description_lists) 
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
-}  // namespace nsv::props
+}  // namespace nsv::checks

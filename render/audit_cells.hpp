@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 
 namespace nsv::render {
 

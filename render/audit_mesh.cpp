@@ -1,4 +1,4 @@
-// The TP x DP part of an audit (nsv/mesh_audit.hpp) as JSON and markdown tables (the terminal
+// The TP x DP part of an audit (nsv/analysis/mesh_audit.hpp) as JSON and markdown tables (the terminal
 // output prints the same tables).
 #include <fmt/format.h>
 

@@ -16,10 +16,10 @@ cd "$repo"
 # bits the gate checks, whatever kernel OpenBLAS would pick on this CPU.
 coretype=$(sed -n 's/^NSV_BLAS_CORETYPE:STRING=//p' "$build/CMakeCache.txt")
 if [ -n "$coretype" ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE="$coretype"; fi
-"$build/tools/nsv/nsv" report "$@"
+"$build/cli/nsv" report "$@"
 # A full run also reruns Dao-AILab's Gram NS stress test (3072x768 matrices, about 4 minutes),
 # which `nsv report` alone reads from its kept CSV; then the Gram section and README again.
-if [ $# -eq 0 ]; then "$build/tools/nsv/nsv" report --only gram_stress; fi
+if [ $# -eq 0 ]; then "$build/cli/nsv" report --only gram_stress; fi
 # Open MPI's all-reduce algorithms against the simulated orders -> reports/mpi/ (about a minute).
 NSV_BUILD_DIR="$build" "$repo/tools/mpi_orders.sh"
 # The Python checks on the shipped numpy implementations, seeded bugs and (where torch imports)

@@ -12,7 +12,7 @@
 #include "nsv/dtype.hpp"
 #include "nsv/kernels.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 inline rc::Gen<DType> dtypes() { return rc::gen::element(DType::fp64, DType::fp32, DType::bf16, DType::fp16); }
 inline rc::Gen<DType> narrow_dtypes() { return rc::gen::element(DType::fp32, DType::bf16, DType::fp16); }
@@ -77,22 +77,22 @@ inline rc::Gen<NsConfig> ns_configs() {
   });
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks
 
 // Arbitrary specialisations where a type has one natural distribution.
 namespace rc {
 
 template <>
 struct Arbitrary<nsv::DType> {
-  static Gen<nsv::DType> arbitrary() { return nsv::props::dtypes(); }
+  static Gen<nsv::DType> arbitrary() { return nsv::checks::dtypes(); }
 };
 template <>
 struct Arbitrary<nsv::Kernel> {
-  static Gen<nsv::Kernel> arbitrary() { return nsv::props::kernels(); }
+  static Gen<nsv::Kernel> arbitrary() { return nsv::checks::kernels(); }
 };
 template <>
 struct Arbitrary<nsv::NsConfig> {
-  static Gen<nsv::NsConfig> arbitrary() { return nsv::props::ns_configs(); }
+  static Gen<nsv::NsConfig> arbitrary() { return nsv::checks::ns_configs(); }
 };
 
 }  // namespace rc

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace nsv::props {
+namespace nsv::checks {
 
 template <class T>
 struct FloatKnobs {
@@ -97,4 +97,4 @@ rc::Gen<T> floats(FloatKnobs<T> knobs = {}) {
   });
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -8,7 +8,7 @@
 #include "matrices.hpp"
 #include "shapes.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // 2 x m or m x 2, m in [4, 32].
 inline rc::Gen<Shape> two_row_shapes() {
@@ -33,4 +33,4 @@ inline rc::Gen<TestMatrix> rank_one_2x16_matrices() {
   return matrices_of(Shape{2, 16, ShapeKind::wide}, s);
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

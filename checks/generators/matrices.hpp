@@ -30,7 +30,7 @@ namespace nsv {
 inline void showValue(const Spectrum& s, std::ostream& os) { os << s.text(); }
 }  // namespace nsv
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // Moderate scales keep every value inside fp16's normal range before normalization (|z| <= 4.9
 // times 2^4), so that every dtype and kernel represents the input; extreme magnitudes are the
@@ -218,11 +218,11 @@ inline Batch values_of(const std::vector<TestMatrix>& ms) {
   return b;
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks
 
 namespace rc {
 template <>
-struct Arbitrary<nsv::props::TestMatrix> {
-  static Gen<nsv::props::TestMatrix> arbitrary() { return nsv::props::matrices(); }
+struct Arbitrary<nsv::checks::TestMatrix> {
+  static Gen<nsv::checks::TestMatrix> arbitrary() { return nsv::checks::matrices(); }
 };
 }  // namespace rc

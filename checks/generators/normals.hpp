@@ -21,7 +21,7 @@
 
 #include "nsv/matrix.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // A uniform integer in [-n, n] that shrinks towards 0: draw k in [0, 2n] from the full range
 // (gen::resize pins the size, so small sizes do not collapse the range onto its minimum) and
@@ -111,4 +111,4 @@ inline MatD orthonormal_columns(const MatD& gaussian) {
 }
 
 }  // namespace detail
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -16,7 +16,7 @@
 
 #include "nsv/dtype.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 struct RankBuffers {
   int tp = 2;
@@ -83,4 +83,4 @@ inline void showValue(const RankBuffers& b, std::ostream& os) {
   }
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -34,7 +34,7 @@
 #include "nsv/spectra.hpp"
 #include "structured_orthogonal.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 inline constexpr Eigen::Index kElementShrinkingMaxElements = 128 * 128;
 
@@ -126,4 +126,4 @@ inline MatD values(const Shape& s, const Spectrum& spec, std::uint64_t seed) {
 }
 
 }  // namespace seeded
-}  // namespace nsv::props
+}  // namespace nsv::checks

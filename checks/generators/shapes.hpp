@@ -13,7 +13,7 @@
 
 #include "generators/tiers.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 enum class ShapeKind { square, wide, tall, extreme_wide, extreme_tall, row_vector, column_vector };
 
@@ -118,11 +118,11 @@ inline rc::Gen<Shape> non_square_shapes(Eigen::Index max = max_dim()) {
                                         drawn(ShapeKind::column_vector)});
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks
 
 namespace rc {
 template <>
-struct Arbitrary<nsv::props::Shape> {
-  static Gen<nsv::props::Shape> arbitrary() { return nsv::props::shapes(); }
+struct Arbitrary<nsv::checks::Shape> {
+  static Gen<nsv::checks::Shape> arbitrary() { return nsv::checks::shapes(); }
 };
 }  // namespace rc

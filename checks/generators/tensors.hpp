@@ -13,7 +13,7 @@
 #include "nsv/dtype.hpp"
 #include "nsv/safetensors.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // A name of 1..12 pieces: ASCII, the separators HF names use, and 2-, 3- and 4-byte UTF-8.
 inline rc::Gen<std::string> tensor_names() {
@@ -64,4 +64,4 @@ inline rc::Gen<std::map<std::string, std::string>> metadata_maps() {
   });
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

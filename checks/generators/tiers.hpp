@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // The largest matrix dimension a generator draws: 48 in the gate, NSV_PROPS_MAX_DIM otherwise.
 inline int max_dim() {
@@ -29,4 +29,4 @@ T sample(const rc::Gen<T>& gen, std::uint64_t seed, int size = 100) {
   return gen(rc::Random(seed), size).value();
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -15,7 +15,7 @@
 #include "nsv/matrix.hpp"
 #include "structured_orthogonal.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 // A permutation of 0..n-1 (Fisher-Yates driven by generated integers).
 inline rc::Gen<std::vector<Eigen::Index>> permutations(Eigen::Index n) {
@@ -48,4 +48,4 @@ inline MatD permuted(const MatD& m, const std::vector<Eigen::Index>& rows, const
   return out;
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -12,7 +12,7 @@
 #include "sharding_support.hpp"
 #include "tolerances.hpp"
 
-namespace nsv::props::shard {
+namespace nsv::checks::shard {
 
 inline constexpr double kUnitFp32 = 0x1p-24;
 
@@ -81,19 +81,19 @@ struct PermutedDraws {
   // For a rows x cols input, through the property's generator.
   void draw(Eigen::Index rows, Eigen::Index cols) {
     for (int k = 0; k < kPermutedDraws; ++k) {
-      row_perm[k] = *props::permutations(rows);
-      col_perm[k] = *props::permutations(cols);
+      row_perm[k] = *checks::permutations(rows);
+      col_perm[k] = *checks::permutations(cols);
     }
   }
-  // The same outside a property, from a seed (props::sample).
+  // The same outside a property, from a seed (checks::sample).
   void sample(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
     for (int k = 0; k < kPermutedDraws; ++k) {
-      row_perm[k] = props::sample(props::permutations(rows), seed + 2 * static_cast<std::uint64_t>(k));
-      col_perm[k] = props::sample(props::permutations(cols), seed + 2 * static_cast<std::uint64_t>(k) + 1);
+      row_perm[k] = checks::sample(checks::permutations(rows), seed + 2 * static_cast<std::uint64_t>(k));
+      col_perm[k] = checks::sample(checks::permutations(cols), seed + 2 * static_cast<std::uint64_t>(k) + 1);
     }
   }
   // Draw k's permutation of m (an input, or its float64 map).
-  MatD apply(int k, const MatD& m) const { return props::permuted(m, row_perm[k], col_perm[k]); }
+  MatD apply(int k, const MatD& m) const { return checks::permuted(m, row_perm[k], col_perm[k]); }
 };
 
 struct S5Case : PermutedDraws {
@@ -118,7 +118,7 @@ struct S5Measure {
   bool long_split = true;     // split along the long axis (Gram over the short side)
 };
 
-using props::permuted;  // generators/transforms.hpp
+using checks::permuted;  // generators/transforms.hpp
 
 inline S5Measure measure_s5(Strategy s, const MatD& g, const Layout& layout, const NsConfig& cfg32, const PermutedDraws* perms) {
   NsConfig cfg64 = cfg32;
@@ -160,4 +160,4 @@ inline const char* const kS5Derivation =
     "2 S + N1: dist32 and whole32 are two fp32 evaluations of the same float64 map; each is within the "
     "kernel's own fp32 error S (max over equivalent evaluations) of it, plus the 1-step reduction noise N1";
 
-}  // namespace nsv::props::shard
+}  // namespace nsv::checks::shard

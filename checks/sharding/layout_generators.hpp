@@ -19,7 +19,7 @@
 #include "nsv/spectra.hpp"
 #include "sharding_support.hpp"
 
-namespace nsv::props::shard {
+namespace nsv::checks::shard {
 
 // A seed for nsv::make_matrix (Gaussian values rounded to float32).
 inline rc::Gen<std::uint64_t> matrix_seeds() { return rc::gen::inRange<std::uint64_t>(0, std::uint64_t{1} << 40); }
@@ -174,4 +174,4 @@ inline rc::Gen<HeadCase> head_cases(rc::Gen<int> tps = tp_degrees(), std::int64_
                       });
 }
 
-}  // namespace nsv::props::shard
+}  // namespace nsv::checks::shard

@@ -13,7 +13,7 @@
 #include "nsv/config_schema.hpp"
 #include "nsv/mesh.hpp"
 
-namespace nsv::props::shard {
+namespace nsv::checks::shard {
 
 struct MeshCase {
   bool heads = false;  // a GQA projection (head_case), else a plain matrix (shard_case)
@@ -55,4 +55,4 @@ inline rc::Gen<MeshCase> mesh_cases(rc::Gen<int> tps = tp_degrees(6), rc::Gen<in
                       });
 }
 
-}  // namespace nsv::props::shard
+}  // namespace nsv::checks::shard

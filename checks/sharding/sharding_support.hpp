@@ -25,7 +25,7 @@
 #include "nsv/metrics.hpp"
 #include "nsv/strategies.hpp"
 
-namespace nsv::props::shard {
+namespace nsv::checks::shard {
 
 // The CPU reference backend, shared by every property of an executable.
 inline const Backend& backend() {
@@ -114,4 +114,4 @@ inline std::string layout_text(const Layout& l) {
 // The result of running a strategy, assembled into the whole matrix.
 inline MatD assembled(const StrategyRun& run, const Layout& layout) { return assemble(run.outputs, layout); }
 
-}  // namespace nsv::props::shard
+}  // namespace nsv::checks::shard

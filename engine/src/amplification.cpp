@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "nsv/backend.hpp"
 #include "nsv/layout.hpp"
@@ -45,6 +47,13 @@ MatD reduce(const std::vector<MatF>& parts, ReductionOrder order) {
 
 }  // namespace
 
+AmplificationInputs amplification_inputs(const AmplificationSpec& spec, std::size_t spectrum, int seed) {
+  const MatD g = make_matrix(parse_spectrum(spec.spectra.at(spectrum)), spec.rows, spec.cols, static_cast<std::uint64_t>(seed));
+  std::vector<MatF> parts = partial_gradients(g, spec.tp, static_cast<std::uint64_t>(seed));
+  const MatD rank_order = reduce(parts, ReductionOrder::rank), reverse_order = reduce(parts, ReductionOrder::reverse);
+  return {g, std::move(parts), rank_order, reverse_order};
+}
+
 std::vector<std::string> amplification_header() {
   return {"rows", "cols", "tp", "spectrum", "seed", "axis", "ns_steps", "grad_rel_diff", "whole_amp",
           "gram_allreduce_order_amp", "gram_allreduce_vs_whole_amp", "gram_restart_order_amp",
@@ -58,7 +67,9 @@ std::vector<std::string> amplification_fields(const AmplificationSpec& spec, con
 }
 
 std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
-  if (spec.tp < 2) throw std::invalid_argument("the amplification study needs tp >= 2");
+  if (spec.tp < 3)
+    throw std::invalid_argument("the amplification study needs tp >= 3 (got " + std::to_string(spec.tp) +
+                                "): at tp = 2 the rank and reverse orders add the same two terms, so the gradients do not differ");
   struct Job {
     std::size_t spectrum;
     int seed, axis, steps;
@@ -70,16 +81,9 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
         for (int k = 1; k <= spec.max_steps; ++k) jobs.push_back({s, seed, axis, k});
 
   // Inputs first (shared by every job of a spectrum and seed).
-  std::vector<MatD> g_rank(spec.spectra.size() * static_cast<std::size_t>(spec.seeds)),
-      g_rev(g_rank.size());
+  std::vector<AmplificationInputs> inputs;
   for (std::size_t s = 0; s < spec.spectra.size(); ++s)
-    for (int seed = 0; seed < spec.seeds; ++seed) {
-      const std::size_t at = s * static_cast<std::size_t>(spec.seeds) + static_cast<std::size_t>(seed);
-      const MatD g = make_matrix(parse_spectrum(spec.spectra[s]), spec.rows, spec.cols, static_cast<std::uint64_t>(seed));
-      const auto parts = partial_gradients(g, spec.tp, static_cast<std::uint64_t>(seed));
-      g_rank[at] = reduce(parts, ReductionOrder::rank);
-      g_rev[at] = reduce(parts, ReductionOrder::reverse);
-    }
+    for (int seed = 0; seed < spec.seeds; ++seed) inputs.push_back(amplification_inputs(spec, s, seed));
 
   const auto backend = make_cpu_backend();
   const CoeffSchedule schedule = resolve_schedule(spec.coeffs);
@@ -87,8 +91,8 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
   run_parallel_jobs(jobs.size(), spec.threads, "amplification study", spec.progress, [&](std::size_t j) {
     const Job& job = jobs[j];
     const std::size_t at = job.spectrum * static_cast<std::size_t>(spec.seeds) + static_cast<std::size_t>(job.seed);
-    const MatD& ga = g_rank[at];
-    const MatD& gb = g_rev[at];
+    const MatD& ga = inputs[at].rank_order;
+    const MatD& gb = inputs[at].reverse_order;
     AmplificationRow r;
     r.spectrum = spec.spectra[job.spectrum];
     r.seed = job.seed;

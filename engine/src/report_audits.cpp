@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "nsv/audit.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/audit.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/render/audit.hpp"
 

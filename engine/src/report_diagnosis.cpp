@@ -7,10 +7,10 @@
 #include "nsv/backend.hpp"
 #include "nsv/config_schema.hpp"
 #include "nsv/input_file.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/render/diagnosis.hpp"
-#include "nsv/run_dump.hpp"
+#include "nsv/analysis/run_dump.hpp"
 
 namespace nsv::engine {
 namespace fs = std::filesystem;

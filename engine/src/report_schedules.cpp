@@ -125,7 +125,7 @@ struct StudyStats {
     const BandRow& b = band(s, k, x_min);
     json tps = json::object();
     for (int tp : spec.shard.tps) tps[std::to_string(tp)] = shard_divergence(s, k, "gaussian", tp);
-    const std::string low = spec.shard.spectra.back();
+    const std::string low = spec.shard.spectra.back(), amp_low = spec.amplification.spectra.back();
     const double kernel_err = amp_abs(s, k, "gaussian", &AmplificationRow::kernel_err_standard);
     return {{"schedule", s},
             {"steps", k},
@@ -136,7 +136,7 @@ struct StudyStats {
             {"kernel_err", kernel_err},
             {"allreduce_vs_whole", amp_abs(s, k, "gaussian", &AmplificationRow::ar_vs_whole)},
             {"order_amp_gaussian", amp_mean(s, k, "gaussian", &AmplificationRow::whole_amp)},
-            {"order_amp_lowrank", amp_mean(s, k, low, &AmplificationRow::whole_amp)},
+            {"order_amp_lowrank", amp_mean(s, k, amp_low, &AmplificationRow::whole_amp)},
             {"distributed_rel_diff_max", dist_max(s, k, &DistributedRow::rel_diff)},
             {"distributed_max_abs_diff", dist_max(s, k, &DistributedRow::max_abs_diff)},
             {"band", {{"x_min", x_min}, {"lo", b.lo}, {"hi", b.hi}, {"repelling", b.repelling}, {"inside", b.hi < b.repelling}}}};
@@ -227,16 +227,9 @@ struct StudyStats {
 
 }  // namespace
 
-json run_report_schedules(const ScheduleStudySpec& spec, const SectionOptions& o) {
-  ScheduleStudySpec s = spec;
-  s.shard.coeffs = s.schedule_names();
-  const SweepOutcome shard = run_report_sweep(s.shard, "schedule_sweep", o);
-  const auto amp = run_schedule_amplification(s);
-  const auto dist = run_distributed_setting(s);
-  const auto bands = schedule_bands(s);
-  write_files(amp, s, dist, bands, o);
-
-  const StudyStats sec{s, shard.rows, amp, dist, bands};
+json schedule_stats(const ScheduleStudySpec& s, const std::vector<SweepRow>& shard, const std::vector<ScheduleAmplificationRow>& amp,
+                    const std::vector<DistributedRow>& dist, const std::vector<BandRow>& bands) {
+  const StudyStats sec{s, shard, amp, dist, bands};
   json rows = json::array(), distributed = json::array();
   for (const std::string& name : s.schedule_names())
     for (int k = 1; k <= s.max_steps; ++k) {
@@ -256,6 +249,17 @@ json run_report_schedules(const ScheduleStudySpec& spec, const SectionOptions& o
           {"basin_margins", sec.basin_margins()},
           {"zero_bands", sec.zero_bands()},
           {"band_x_min", s.band_lows.back()}};
+}
+
+json run_report_schedules(const ScheduleStudySpec& spec, const SectionOptions& o) {
+  ScheduleStudySpec s = spec;
+  s.shard.coeffs = s.schedule_names();
+  const SweepOutcome shard = run_report_sweep(s.shard, "schedule_sweep", o);
+  const auto amp = run_schedule_amplification(s);
+  const auto dist = run_distributed_setting(s);
+  const auto bands = schedule_bands(s);
+  write_files(amp, s, dist, bands, o);
+  return schedule_stats(s, shard.rows, amp, dist, bands);
 }
 
 }  // namespace nsv::engine

@@ -7,7 +7,7 @@
 
 #include "nsv/config_schema.hpp"
 #include "nsv/invalid_field.hpp"
-#include "checked.hpp"
+#include "nsv/checked.hpp"
 
 namespace nsv {
 

@@ -12,7 +12,7 @@
 #include "audit_support.hpp"
 #include "check.hpp"
 #include "reference_runs.hpp"
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 #include "nsv/invalid_field.hpp"
 #include "nsv/metrics.hpp"
 #include "nsv/render/audit.hpp"
@@ -25,7 +25,7 @@ using namespace nsv::audit_props;
 
 namespace {
 
-using nsv::props::cpu;  // one CPU backend per executable (reference_runs.hpp)
+using nsv::checks::cpu;  // one CPU backend per executable (reference_runs.hpp)
 
 AuditOptions options(int tp, std::int64_t grain = 1) {
   AuditOptions o;

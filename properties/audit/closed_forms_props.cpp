@@ -47,8 +47,8 @@
 #include <utility>
 
 #include "check.hpp"
-#include "nsv/audit.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/audit.hpp"
+#include "nsv/analysis/model_config.hpp"
 
 using nlohmann::json;
 using namespace nsv;

@@ -13,7 +13,7 @@
 #include "generators/configs.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/cost_model.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/spectra.hpp"
 #include "nsv/strategies.hpp"
 
@@ -21,7 +21,7 @@ using namespace nsv;
 
 namespace {
 
-using nsv::props::cpu;  // one CPU backend per executable (reference_runs.hpp)
+using nsv::checks::cpu;  // one CPU backend per executable (reference_runs.hpp)
 
 std::string describe(const Ledger& l) {
   std::ostringstream s;
@@ -164,9 +164,9 @@ NSV_PROPERTY(plan_equals_run_on_any_layout, ()) {
   } else {
     layout = contiguous_layout(axis, partition(dim));
   }
-  const NsConfig cfg = *props::ns_configs();
+  const NsConfig cfg = *checks::ns_configs();
   StrategyOptions opt;
-  opt.storage = *props::dtypes();
+  opt.storage = *checks::dtypes();
   opt.order = *rc::gen::elementOf(kAllReductionOrders);
   const Strategy s = *rc::gen::elementOf(std::vector<Strategy>(std::begin(kAllStrategies), std::end(kAllStrategies)));
   const auto head_dim = *rc::gen::inRange<std::int64_t>(0, 5);

@@ -1,4 +1,4 @@
-// The audit at TP x DP (issue 30: nsv audit --dp, nsv/mesh_audit.hpp) against a second computation.
+// The audit at TP x DP (issue 30: nsv audit --dp, nsv/analysis/mesh_audit.hpp) against a second computation.
 //
 //   MA1 (exact)    the owner load balance under round-robin dealing, over the step and in the worst
 //                  layer, recomputed here from the model's matrices alone (matrix k of the step,
@@ -12,7 +12,7 @@
 //   MA3 (exact)    a dp_gather strategy's step is the sum of its per-matrix times over the step's
 //                  matrices, and dp_gather+gather computes the whole NS on every rank (its busiest
 //                  rank's FLOPs are ns_flops of the matrix).
-//   MA4            the JSON carries the mesh object (nsv.audit/1's "mesh", render/audit.hpp).
+//   MA4            the JSON carries the mesh object (nsv.audit/1's "mesh", nsv/render/audit.hpp).
 //   MA6 (exact)    the step shares and dp_owner step times from the per-matrix times (closed forms).
 //   MA5            a model whose step holds more matrices than the dealing takes
 //                  (kMaxMeshStepMatrices) is refused at dp > 1 naming the limit, and audited at dp 1.
@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "audit_support.hpp"
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 #include "nsv/invalid_field.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/render/audit.hpp"
 
 using namespace nsv;

@@ -10,7 +10,7 @@
 #include "published_models.hpp"
 #include "check.hpp"
 #include "nsv/input_file.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 
 using nlohmann::json;
 using namespace nsv;

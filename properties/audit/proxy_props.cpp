@@ -3,7 +3,7 @@
 //
 // A proxy divides every length by one factor f (same aspect ratio, heads, KV groups and shard
 // proportions) and prescales its first NS step so that its normalized singular values follow the
-// full-size distribution (lib/src/proxy_measurement.cpp explains why; NS with 5 steps does not
+// full-size distribution (analysis/src/proxy_measurement.cpp explains why; NS with 5 steps does not
 // fully converge, so the absolute size matters). Observed (fp32, gram, keller, Gaussian, seed 0):
 //   Qwen2.5-0.5B tp 4  gate 4864x896 full 1.022, proxy f=2 1.024 (plain proxy 1.154)
 //                      q 896x896 full 0.502, proxy f=2 0.500;  k 128x896 0.335 vs f=2 0.339
@@ -19,15 +19,15 @@
 #include "audit_support.hpp"
 #include "check.hpp"
 #include "reference_runs.hpp"
-#include "nsv/audit.hpp"  // AuditOptions: the default measurement budget
-#include "nsv/proxy_measurement.hpp"
+#include "nsv/analysis/audit.hpp"  // AuditOptions: the default measurement budget
+#include "nsv/analysis/proxy_measurement.hpp"
 
 using namespace nsv;
 using namespace nsv::audit_props;
 
 namespace {
 
-using nsv::props::cpu;  // one CPU backend per executable (reference_runs.hpp)
+using nsv::checks::cpu;  // one CPU backend per executable (reference_runs.hpp)
 
 NsConfig fp32_gram() {
   NsConfig c;

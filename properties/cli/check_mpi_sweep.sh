@@ -13,7 +13,7 @@
 set -euo pipefail
 quick=0
 if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
-NSV=${1:-${NSV:-build/tools/nsv/nsv}}
+NSV=${1:-${NSV:-build/cli/nsv}}
 [[ -x $NSV ]] || { echo "check_mpi_sweep: no nsv binary at $NSV (build it, or pass its path)" >&2; exit 2; }
 NSV=$(realpath "$NSV")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

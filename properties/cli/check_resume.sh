@@ -13,11 +13,11 @@
 # Also checks that bad input leaves an existing output file untouched, and that the rows do not
 # depend on the thread count.
 #
-# Usage: properties/cli/check_resume.sh [path/to/nsv]     (default: $NSV or build/tools/nsv/nsv)
+# Usage: properties/cli/check_resume.sh [path/to/nsv]     (default: $NSV or build/cli/nsv)
 # Exit status 0 when every check passes.
 set -euo pipefail
 
-NSV=${1:-${NSV:-build/tools/nsv/nsv}}
+NSV=${1:-${NSV:-build/cli/nsv}}
 [[ -x $NSV ]] || { echo "check_resume: no nsv binary at $NSV (build it, or pass its path)" >&2; exit 2; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/nsv-resume.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

@@ -15,7 +15,7 @@
 #include "kernel_catalogue.hpp"
 #include "nsv/backend.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 namespace {
 
 namespace utf = boost::unit_test;
@@ -84,4 +84,4 @@ struct CudaCatalogueRegistration {
 const CudaCatalogueRegistration registration;
 
 }  // namespace
-}  // namespace nsv::props
+}  // namespace nsv::checks

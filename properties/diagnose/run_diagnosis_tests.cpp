@@ -9,11 +9,11 @@
 
 #include "check.hpp"
 #include "nsv/backend.hpp"
-#include "nsv/diagnose.hpp"
+#include "nsv/analysis/diagnose.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/muon.hpp"
-#include "nsv/model_config.hpp"
-#include "nsv/run_dump.hpp"
+#include "nsv/analysis/model_config.hpp"
+#include "nsv/analysis/run_dump.hpp"
 
 using namespace nsv;
 

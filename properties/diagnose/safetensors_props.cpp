@@ -21,7 +21,7 @@
 #include "nsv/safetensors.hpp"
 
 using namespace nsv;
-using namespace nsv::props;
+using namespace nsv::checks;
 using ojson = nlohmann::ordered_json;
 
 namespace {

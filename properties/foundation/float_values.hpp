@@ -7,7 +7,7 @@
 
 #include "generators/floats.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 inline bool same_bits_or_both_nan(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
@@ -20,4 +20,4 @@ inline FloatKnobs<float> every_float() {
   return k;
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -17,7 +17,7 @@
 #include "generators/transforms.hpp"
 #include "spectra.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 BOOST_AUTO_TEST_SUITE(foundation)
 
@@ -248,4 +248,4 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -1,16 +1,18 @@
 // The spectra the bounds stand on: LAPACK's singular values against Jacobi's in long double.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <filesystem>
 
 #include "check.hpp"
 #include "generators/matrices.hpp"
 #include "generators/shapes.hpp"
 #include "generators/tiers.hpp"
 #include "nsv/lapack_spectra.hpp"
+#include "nsv/npy.hpp"
 #include "spectra.hpp"
 #include "svd_error.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 BOOST_AUTO_TEST_SUITE(foundation)
 
@@ -87,4 +89,4 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

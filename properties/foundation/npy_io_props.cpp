@@ -15,7 +15,7 @@
 #include "generators/tiers.hpp"
 #include "nsv/npy.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 namespace {
 
 namespace fs = std::filesystem;
@@ -255,4 +255,4 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -12,7 +12,7 @@
 #include "generators/configs.hpp"
 #include "generators/floats.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 namespace {
 
 // Round to nearest, ties to even, onto a binary format with p significand bits (implicit bit
@@ -218,4 +218,4 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -5,7 +5,7 @@
 
 #include <mpi.h>
 
-namespace nsv::props::mpi {
+namespace nsv::checks::mpi {
 namespace {
 
 CallTally* active = nullptr;
@@ -40,41 +40,41 @@ void tally(std::uint64_t sent, std::uint64_t received) {
 TallyScope::TallyScope(CallTally& into) { active = &into; }
 TallyScope::~TallyScope() { active = nullptr; }
 
-}  // namespace nsv::props::mpi
+}  // namespace nsv::checks::mpi
 
-using nsv::props::mpi::tally;
+using nsv::checks::mpi::tally;
 
 extern "C" {
 
 int MPI_Allreduce(const void* send, void* receive, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  tally(nsv::props::mpi::bytes(count, type), nsv::props::mpi::bytes(count, type));
+  tally(nsv::checks::mpi::bytes(count, type), nsv::checks::mpi::bytes(count, type));
   return PMPI_Allreduce(send, receive, count, type, op, comm);
 }
 
 int MPI_Allgather(const void* send, int send_count, MPI_Datatype send_type, void* receive, int receive_count,
                   MPI_Datatype receive_type, MPI_Comm comm) {
-  tally(nsv::props::mpi::bytes(send_count, send_type),
-        nsv::props::mpi::bytes(receive_count, receive_type) * static_cast<std::uint64_t>(nsv::props::mpi::group_size(comm)));
+  tally(nsv::checks::mpi::bytes(send_count, send_type),
+        nsv::checks::mpi::bytes(receive_count, receive_type) * static_cast<std::uint64_t>(nsv::checks::mpi::group_size(comm)));
   return PMPI_Allgather(send, send_count, send_type, receive, receive_count, receive_type, comm);
 }
 
 int MPI_Allgatherv(const void* send, int send_count, MPI_Datatype send_type, void* receive, const int receive_counts[],
                    const int displacements[], MPI_Datatype receive_type, MPI_Comm comm) {
-  tally(nsv::props::mpi::bytes(send_count, send_type), nsv::props::mpi::sum_bytes(receive_counts, comm, receive_type));
+  tally(nsv::checks::mpi::bytes(send_count, send_type), nsv::checks::mpi::sum_bytes(receive_counts, comm, receive_type));
   return PMPI_Allgatherv(send, send_count, send_type, receive, receive_counts, displacements, receive_type, comm);
 }
 
 int MPI_Alltoall(const void* send, int send_count, MPI_Datatype send_type, void* receive, int receive_count,
                  MPI_Datatype receive_type, MPI_Comm comm) {
-  const auto p = static_cast<std::uint64_t>(nsv::props::mpi::group_size(comm));
-  tally(nsv::props::mpi::bytes(send_count, send_type) * p, nsv::props::mpi::bytes(receive_count, receive_type) * p);
+  const auto p = static_cast<std::uint64_t>(nsv::checks::mpi::group_size(comm));
+  tally(nsv::checks::mpi::bytes(send_count, send_type) * p, nsv::checks::mpi::bytes(receive_count, receive_type) * p);
   return PMPI_Alltoall(send, send_count, send_type, receive, receive_count, receive_type, comm);
 }
 
 int MPI_Alltoallv(const void* send, const int send_counts[], const int send_displacements[], MPI_Datatype send_type,
                   void* receive, const int receive_counts[], const int receive_displacements[], MPI_Datatype receive_type,
                   MPI_Comm comm) {
-  tally(nsv::props::mpi::sum_bytes(send_counts, comm, send_type), nsv::props::mpi::sum_bytes(receive_counts, comm, receive_type));
+  tally(nsv::checks::mpi::sum_bytes(send_counts, comm, send_type), nsv::checks::mpi::sum_bytes(receive_counts, comm, receive_type));
   return PMPI_Alltoallv(send, send_counts, send_displacements, send_type, receive, receive_counts, receive_displacements,
                         receive_type, comm);
 }

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace nsv::props::mpi {
+namespace nsv::checks::mpi {
 
 struct CallTally {
   std::uint64_t calls = 0, send_bytes = 0, receive_bytes = 0;
@@ -25,4 +25,4 @@ class TallyScope {
   TallyScope& operator=(const TallyScope&) = delete;
 };
 
-}  // namespace nsv::props::mpi
+}  // namespace nsv::checks::mpi

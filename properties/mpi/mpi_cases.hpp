@@ -14,7 +14,7 @@
 #include "nsv/communicator.hpp"
 #include "nsv/kernels.hpp"
 
-namespace nsv::props::mpi {
+namespace nsv::checks::mpi {
 
 struct MpiCase {
   bool heads = false;         // an attention projection (head_case), else a plain matrix (shard_case)
@@ -63,4 +63,4 @@ inline rc::Gen<MpiCase> mpi_cases(int tp, std::int64_t max_side) {
       });
 }
 
-}  // namespace nsv::props::mpi
+}  // namespace nsv::checks::mpi

@@ -8,7 +8,7 @@
 
 #include "nsv/matrix.hpp"
 
-namespace nsv::props::mpi {
+namespace nsv::checks::mpi {
 
 // Every rank's block on rank 0 (elsewhere: empty).
 inline std::vector<MatD> gather_blocks(MPI_Comm group, const MatD& mine) {
@@ -35,4 +35,4 @@ inline std::vector<MatD> gather_blocks(MPI_Comm group, const MatD& mine) {
   return blocks;
 }
 
-}  // namespace nsv::props::mpi
+}  // namespace nsv::checks::mpi

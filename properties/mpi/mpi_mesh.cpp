@@ -25,7 +25,7 @@
 #include "nsv/mpi_communicator.hpp"
 #include "sharding/mesh_generators.hpp"
 
-namespace nsv::props::mpi {
+namespace nsv::checks::mpi {
 namespace {
 
 constexpr int kTp = 2, kDp = 2;
@@ -153,4 +153,4 @@ bool check_mesh_2x2(std::uint64_t seed, int first, int count, std::int64_t max_s
   return ok != 0;
 }
 
-}  // namespace nsv::props::mpi
+}  // namespace nsv::checks::mpi

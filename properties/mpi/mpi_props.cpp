@@ -11,7 +11,7 @@
 //   M-ledger  the byte model's ledger recorded on the ranks from the element counts they
 //             actually exchanged equals the simulated ledger, row for row, call for call.
 //   M-native  with `native` MPI_Allreduce (the library's own order), the all-reduce strategies
-//             stay within S5's bound (properties/sharding/allreduce_bound.hpp: 2 S + N1, N1 being
+//             stay within S5's bound (checks/sharding/allreduce_bound.hpp: 2 S + N1, N1 being
 //             the native run's own 1-step noise) at fp32 for sides >= kTwoDrawMinSide (16), the range S5 is made for;
 //             the strategies without an all-reduce equal the fixed mode's bits.
 //   M-handed  handed(), what MpiCommunicator says it handed to MPI, equals the calls and buffer
@@ -50,7 +50,7 @@
 #include "nsv/mpi_session.hpp"
 #include "nsv/work_pool.hpp"
 
-namespace nsv::props::mpi {
+namespace nsv::checks::mpi {
 namespace {
 
 std::uint64_t env_or(const char* name, std::uint64_t fallback) {
@@ -191,7 +191,7 @@ void check_native(Checker& ck, MPI_Comm group, Strategy s, const MpiCase& c, con
   const ShardedMatrix mine = own_shard_only(g, layout, c.head_dim(), ck.rank());
   const RealRun native = run_on_ranks(group, s, mine, c.cfg, MpiReduction::native, c.order);
   const bool reduces = strategy_record(s).operand == Operand::sharded_frame;
-  const bool in_s5_range = c.cfg.dtype == DType::fp32 && std::min(g.rows(), g.cols()) >= props::kTwoDrawMinSide;
+  const bool in_s5_range = c.cfg.dtype == DType::fp32 && std::min(g.rows(), g.cols()) >= checks::kTwoDrawMinSide;
   NsConfig one = c.cfg;
   one.steps = 1;
   const RealRun native1 = reduces && in_s5_range ? run_on_ranks(group, s, mine, one, MpiReduction::native, c.order) : RealRun{};
@@ -349,11 +349,11 @@ int run() {
 }
 
 }  // namespace
-}  // namespace nsv::props::mpi
+}  // namespace nsv::checks::mpi
 
 int main() {
   try {
-    return nsv::props::mpi::run();
+    return nsv::checks::mpi::run();
   } catch (const std::exception& e) {
     std::cerr << "mpi_props: " << e.what() << "\n";
     nsv::abort_job(2);

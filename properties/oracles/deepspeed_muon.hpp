@@ -38,7 +38,7 @@
 #include "nsv/dtype.hpp"
 #include "nsv/matrix.hpp"
 
-namespace nsv::props::ds {
+namespace nsv::checks::ds {
 
 // What a deliberately wrong variant changes (negative controls only; `none` is DeepSpeed).
 enum class Deviation { none, unfused_lerp, unfused_add, scale_in_fp32, per_head_unscaled };
@@ -127,4 +127,4 @@ inline MatD apply_step(const MatD& param, const MatD& update, const Hyper& h) {
   return out;
 }
 
-}  // namespace nsv::props::ds
+}  // namespace nsv::checks::ds

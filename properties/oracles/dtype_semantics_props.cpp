@@ -25,13 +25,13 @@
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;
-namespace scalar = nsv::props::scalar_ns;
+namespace scalar = nsv::checks::scalar_ns;
 
 namespace {
 
 rc::Gen<NsConfig> configs_with_restarts() {
-  return rc::gen::mapcat(props::ns_configs(), [](const NsConfig& cfg) {
-    return rc::gen::map(props::restart_lists(cfg.steps), [cfg](const std::vector<int>& restarts) {
+  return rc::gen::mapcat(checks::ns_configs(), [](const NsConfig& cfg) {
+    return rc::gen::map(checks::restart_lists(cfg.steps), [cfg](const std::vector<int>& restarts) {
       NsConfig c = cfg;
       c.restart_at = restarts;
       return c;
@@ -47,11 +47,11 @@ BOOST_AUTO_TEST_SUITE(dtype_semantics)
 
 NSV_PROPERTY(O4_reference_equals_the_scalar_transcription_bit_for_bit, ()) {
   const NsConfig cfg = *configs_with_restarts();
-  const props::TestMatrix g = *props::matrices(props::shapes(std::min<Eigen::Index>(props::max_dim(), 128)));
+  const checks::TestMatrix g = *checks::matrices(checks::shapes(std::min<Eigen::Index>(checks::max_dim(), 128)));
   RC_CLASSIFY(cfg.kernel == Kernel::gram && g.values.rows() != g.values.cols(), "gram loop");
   RC_TAG("accumulate=" + std::string(accumulate_name(cfg.accumulate)));
   RC_TAG(dtype_name(cfg.dtype));
-  const MatD reference = newton_schulz(props::shard::backend(), g.values, cfg);
+  const MatD reference = newton_schulz(checks::shard::backend(), g.values, cfg);
   const MatD oracle = scalar::newton_schulz(g.values, cfg);
   RC_ASSERT_BIT_IDENTICAL(reference, oracle, cfg.dtype);
 }
@@ -63,12 +63,12 @@ BOOST_AUTO_TEST_CASE(O4_negative_control_misread_roundings_give_other_bits) {
   cfg.steps = 5;
   // Entries of size up to 300: a bf16 normalization of the sum of squares (about 1e6 here)
   // rounds it differently from fp32's, which the Gram kernel must not do.
-  const MatD g = props::shard::gaussian(8, 24, 7) * 300.0;
-  const MatD reference = newton_schulz(props::shard::backend(), g, cfg);
-  BOOST_TEST(props::bit_difference(reference, scalar::newton_schulz(g, cfg), cfg.dtype).empty());
+  const MatD g = checks::shard::gaussian(8, 24, 7) * 300.0;
+  const MatD reference = newton_schulz(checks::shard::backend(), g, cfg);
+  BOOST_TEST(checks::bit_difference(reference, scalar::newton_schulz(g, cfg), cfg.dtype).empty());
   for (const auto reading : {scalar::Reading::one_rounding_in_scaled_sums, scalar::Reading::gram_normalized_in_compute_dtype,
                              scalar::Reading::identity_with_unrounded_a})
-    BOOST_TEST(!props::bit_difference(reference, scalar::newton_schulz(g, cfg, reading), cfg.dtype).empty(),
+    BOOST_TEST(!checks::bit_difference(reference, scalar::newton_schulz(g, cfg, reading), cfg.dtype).empty(),
                "reading " << static_cast<int>(reading) << " gave the reference's bits");
 }
 
@@ -79,11 +79,11 @@ BOOST_AUTO_TEST_CASE(O4_negative_control_compute_readings_give_other_bits) {
   cfg.kernel = Kernel::gram;
   cfg.dtype = DType::bf16;
   cfg.accumulate = Accumulate::compute;
-  const MatD g = props::shard::gaussian(24, 8, 11);
-  const MatD reference = newton_schulz(props::shard::backend(), g, cfg);
-  BOOST_TEST(props::bit_difference(reference, scalar::newton_schulz(g, cfg), cfg.dtype).empty());
+  const MatD g = checks::shard::gaussian(24, 8, 11);
+  const MatD reference = newton_schulz(checks::shard::backend(), g, cfg);
+  BOOST_TEST(checks::bit_difference(reference, scalar::newton_schulz(g, cfg), cfg.dtype).empty());
   for (const auto reading : {scalar::Reading::compute_with_fp32_scalars, scalar::Reading::compute_with_fp32_tall_gram})
-    BOOST_TEST(!props::bit_difference(reference, scalar::newton_schulz(g, cfg, reading), cfg.dtype).empty(),
+    BOOST_TEST(!checks::bit_difference(reference, scalar::newton_schulz(g, cfg, reading), cfg.dtype).empty(),
                "reading " << static_cast<int>(reading) << " gave the reference's bits");
 }
 

@@ -25,9 +25,9 @@
 #include "sharding/layout_generators.hpp"
 
 using namespace nsv;
-using nsv::props::ds::Deviation;
-using nsv::props::shard::backend;
-using nsv::props::shard::gaussian;
+using nsv::checks::ds::Deviation;
+using nsv::checks::shard::backend;
+using nsv::checks::shard::gaussian;
 
 namespace {
 
@@ -35,7 +35,7 @@ namespace {
 // a gradient, a parameter, the hyper-parameters and the NS configuration.
 struct StepInput {
   MatD momentum, grad, param;
-  props::ds::Hyper hyper;
+  checks::ds::Hyper hyper;
   NsConfig ns;
 };
 
@@ -47,7 +47,7 @@ void showValue(const StepInput& s, std::ostream& os) {
 
 // DeepSpeed's compute dtypes (bf16, fp16 on accelerators, fp32 otherwise); fp64 is nsv's own.
 rc::Gen<NsConfig> deepspeed_ns_configs() {
-  return rc::gen::suchThat(nsv::props::ns_configs(), [](const NsConfig& c) { return c.dtype != DType::fp64; });
+  return rc::gen::suchThat(nsv::checks::ns_configs(), [](const NsConfig& c) { return c.dtype != DType::fp64; });
 }
 
 // rows = heads * head_dim; heads = 0 is the whole-matrix path. Shapes stay small (NS is the cost).
@@ -58,7 +58,7 @@ rc::Gen<StepInput> step_inputs(bool per_head) {
     const std::int64_t head_dim = *rc::gen::inRange<std::int64_t>(1, 13);
     const std::int64_t rows = per_head ? s.hyper.num_heads * head_dim : *rc::gen::inRange<std::int64_t>(1, 25);
     const std::int64_t cols = *rc::gen::inRange<std::int64_t>(1, 25);
-    const auto seed = *nsv::props::shard::matrix_seeds();
+    const auto seed = *nsv::checks::shard::matrix_seeds();
     s.grad = gaussian(rows, cols, seed);
     s.momentum = *rc::gen::arbitrary<bool>() ? MatD(MatD::Zero(rows, cols))
                                              : MatD((gaussian(rows, cols, seed + 1) * 0.1).cast<float>().cast<double>());
@@ -95,9 +95,9 @@ std::array<Compared, 3> both_steps(const StepInput& s) {
   const MatD update = muon_update(backend(), momentum, s.grad, cfg, s.hyper.num_heads);
   MatD param = s.param;
   apply_update(param, update, cfg);
-  const props::ds::Step ds = props::ds::muon_update(backend(), s.momentum, s.grad, s.hyper, s.ns);
+  const checks::ds::Step ds = checks::ds::muon_update(backend(), s.momentum, s.grad, s.hyper, s.ns);
   return {Compared{momentum, ds.momentum}, Compared{update, ds.update},
-          Compared{param, props::ds::apply_step(s.param, ds.update, s.hyper)}};
+          Compared{param, checks::ds::apply_step(s.param, ds.update, s.hyper)}};
 }
 
 void assert_same_step(const StepInput& s) {
@@ -135,7 +135,7 @@ NSV_PROPERTY(O2b_per_head_muon_step_equals_deepspeed_transcription_bit_for_bit, 
 // transcription run rank by rank; with ScaleFrom::global, the transcription with the whole
 // matrix's scale (python_scale of the unsharded shape) in place of the shard's.
 NSV_PROPERTY(O2c_per_shard_step_equals_deepspeed_on_each_rank_with_local_or_global_scale, ()) {
-  using namespace nsv::props::shard;
+  using namespace nsv::checks::shard;
   const ShardCase sc = *shard_cases(tp_degrees(), 1, 24);
   StepInput s = *step_inputs(false);
   s.grad = sc.matrix();
@@ -153,12 +153,12 @@ NSV_PROPERTY(O2c_per_shard_step_equals_deepspeed_on_each_rank_with_local_or_glob
       RC_ASSERT(sharded.updates[i].size() == 0);
       continue;
     }
-    props::ds::Hyper h = s.hyper;
+    checks::ds::Hyper h = s.hyper;
     if (from == ScaleFrom::global) {
       h.scale_rows = sc.rows;
       h.scale_cols = sc.cols;
     }
-    const props::ds::Step ds = props::ds::muon_update(backend(), MatD::Zero(grads[i].rows(), grads[i].cols()), grads[i], h, s.ns);
+    const checks::ds::Step ds = checks::ds::muon_update(backend(), MatD::Zero(grads[i].rows(), grads[i].cols()), grads[i], h, s.ns);
     RC_ASSERT_BIT_IDENTICAL(momenta[i], ds.momentum, DType::fp32, at + " momentum");
     RC_ASSERT_BIT_IDENTICAL(sharded.updates[i], ds.update, DType::fp32, at + " update");
   }
@@ -183,12 +183,12 @@ BOOST_AUTO_TEST_CASE(O2_negative_control_each_transcribed_detail_is_seen) {
     int seen = 0;
     const auto gen = step_inputs(c.per_head);
     for (int seed = 0; seed < draws; ++seed) {
-      StepInput s = nsv::props::sample(gen, static_cast<std::uint64_t>(seed));
+      StepInput s = nsv::checks::sample(gen, static_cast<std::uint64_t>(seed));
       const auto ok = both_steps(s);
       s.hyper.deviation = c.deviation;
       const auto wrong = both_steps(s);
       for (std::size_t k = 0; k < ok.size(); ++k)
-        if (!props::bit_difference(ok[k].nsv, wrong[k].oracle, DType::fp32).empty()) {
+        if (!checks::bit_difference(ok[k].nsv, wrong[k].oracle, DType::fp32).empty()) {
           ++seen;
           break;
         }
@@ -213,10 +213,10 @@ BOOST_AUTO_TEST_CASE(O2_regression_scale_in_compute_dtype_and_fused_parameter_ad
   s.ns.dtype = DType::fp16;
   s.hyper.nesterov = false;
   const auto ok = both_steps(s);
-  BOOST_CHECK_MESSAGE(props::bit_difference(ok[1].nsv, ok[1].oracle, DType::fp32).empty(),
-                      "fp16 tall update: " << props::bit_difference(ok[1].nsv, ok[1].oracle, DType::fp32));
+  BOOST_CHECK_MESSAGE(checks::bit_difference(ok[1].nsv, ok[1].oracle, DType::fp32).empty(),
+                      "fp16 tall update: " << checks::bit_difference(ok[1].nsv, ok[1].oracle, DType::fp32));
   s.hyper.deviation = Deviation::scale_in_fp32;
-  BOOST_CHECK(!props::bit_difference(ok[1].nsv, both_steps(s)[1].oracle, DType::fp32).empty());
+  BOOST_CHECK(!checks::bit_difference(ok[1].nsv, both_steps(s)[1].oracle, DType::fp32).empty());
 
   StepInput p;
   p.param = gaussian(16, 16, 3);
@@ -226,10 +226,10 @@ BOOST_AUTO_TEST_CASE(O2_regression_scale_in_compute_dtype_and_fused_parameter_ad
   MuonConfig cfg = nsv_config(p);
   MatD param = p.param;
   apply_update(param, update, cfg);
-  BOOST_CHECK_MESSAGE(props::bit_difference(param, props::ds::apply_step(p.param, update, p.hyper), DType::fp32).empty(),
-                      "parameter step: " << props::bit_difference(param, props::ds::apply_step(p.param, update, p.hyper), DType::fp32));
+  BOOST_CHECK_MESSAGE(checks::bit_difference(param, checks::ds::apply_step(p.param, update, p.hyper), DType::fp32).empty(),
+                      "parameter step: " << checks::bit_difference(param, checks::ds::apply_step(p.param, update, p.hyper), DType::fp32));
   p.hyper.deviation = Deviation::unfused_add;
-  BOOST_CHECK(!props::bit_difference(param, props::ds::apply_step(p.param, update, p.hyper), DType::fp32).empty());
+  BOOST_CHECK(!checks::bit_difference(param, checks::ds::apply_step(p.param, update, p.hyper), DType::fp32).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -33,7 +33,7 @@
 #include "nsv/communicator.hpp"
 
 using namespace nsv;
-using nsv::props::RankBuffers;
+using nsv::checks::RankBuffers;
 
 namespace {
 
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_SUITE(oracle_reduction_order)
 // =============================================================================================
 // O1a fp32 buffers (gradients as DeepSpeed reduces them), on fp32, bf16 and fp16 wires.
 NSV_PROPERTY(O1a_fp32_all_reduce_adds_in_the_documented_order_bit_for_bit, ()) {
-  const RankBuffers b = *nsv::props::rank_buffers(2, 8, {DType::fp32, DType::bf16, DType::fp16});
+  const RankBuffers b = *nsv::checks::rank_buffers(2, 8, {DType::fp32, DType::bf16, DType::fp16});
   const ReductionOrder order = *rc::gen::elementOf(kOrders);
   RC_TAG(reduction_order_name(order));
   RC_ASSERT_BIT_IDENTICAL(communicator_all_reduce<float>(b, order), oracle_all_reduce<float>(b, order), b.wire, at(b, order));
@@ -160,7 +160,7 @@ NSV_PROPERTY(O1a_fp32_all_reduce_adds_in_the_documented_order_bit_for_bit, ()) {
 
 // O1b fp64 buffers (the reference's carrier), on fp64 and fp32 wires.
 NSV_PROPERTY(O1b_fp64_all_reduce_adds_in_the_documented_order_bit_for_bit, ()) {
-  const RankBuffers b = *nsv::props::rank_buffers(2, 8, {DType::fp64, DType::fp32});
+  const RankBuffers b = *nsv::checks::rank_buffers(2, 8, {DType::fp64, DType::fp32});
   const ReductionOrder order = *rc::gen::elementOf(kOrders);
   RC_TAG(reduction_order_name(order));
   RC_ASSERT_BIT_IDENTICAL(communicator_all_reduce<double>(b, order), oracle_all_reduce<double>(b, order), b.wire, at(b, order));
@@ -168,7 +168,7 @@ NSV_PROPERTY(O1b_fp64_all_reduce_adds_in_the_documented_order_bit_for_bit, ()) {
 
 // O1c the scalar all-reduce is the one-element buffer: ring starts at rank 1.
 NSV_PROPERTY(O1c_scalar_all_reduce_is_the_one_element_buffer_sum, ()) {
-  RankBuffers b = *nsv::props::rank_buffers(2, 8, {DType::fp64, DType::fp32});
+  RankBuffers b = *nsv::checks::rank_buffers(2, 8, {DType::fp64, DType::fp32});
   b.rows = b.cols = 1;
   for (auto& rank : b.values) rank.resize(1);
   const ReductionOrder order = *rc::gen::elementOf(kOrders);
@@ -179,7 +179,7 @@ NSV_PROPERTY(O1c_scalar_all_reduce_is_the_one_element_buffer_sum, ()) {
 // O1d at tp = 2 every order is the same single addition (IEEE addition commutes): the orders can
 // only be told apart from tp = 3 on, which is where the negative control below looks.
 NSV_PROPERTY(O1d_at_tp_2_all_orders_agree_bit_for_bit, ()) {
-  const RankBuffers b = *nsv::props::rank_buffers(2, 2, {DType::fp32, DType::bf16});
+  const RankBuffers b = *nsv::checks::rank_buffers(2, 2, {DType::fp32, DType::bf16});
   const MatD rank_order = communicator_all_reduce<float>(b, ReductionOrder::rank);
   for (ReductionOrder order : kOrders) RC_ASSERT_BIT_IDENTICAL(communicator_all_reduce<float>(b, order), rank_order, b.wire, at(b, order));
 }
@@ -204,11 +204,11 @@ BOOST_AUTO_TEST_CASE(O1e_every_order_at_every_tp_and_every_block_split_adds_in_t
       for (const int rows : {1, 2}) {
         const int cols = cols_with_remainder(rows, tp, r);
         if (cols == 0) continue;
-        const auto gen = nsv::props::rank_buffers_shaped(tp, rows, cols, DType::fp32);
+        const auto gen = nsv::checks::rank_buffers_shaped(tp, rows, cols, DType::fp32);
         for (int seed = 0; seed < kDraws; ++seed) {
-          const RankBuffers b = nsv::props::sample(gen, static_cast<std::uint64_t>(seed));
+          const RankBuffers b = nsv::checks::sample(gen, static_cast<std::uint64_t>(seed));
           for (ReductionOrder order : kOrders) {
-            const std::string diff = nsv::props::bit_difference(communicator_all_reduce<float>(b, order),
+            const std::string diff = nsv::checks::bit_difference(communicator_all_reduce<float>(b, order),
                                                                 oracle_all_reduce<float>(b, order), DType::fp32);
             BOOST_REQUIRE_MESSAGE(diff.empty(), at(b, order) << ", " << rows << "x" << cols << ", draw " << seed << ": " << diff);
           }
@@ -221,14 +221,14 @@ BOOST_AUTO_TEST_CASE(O1e_every_order_at_every_tp_and_every_block_split_adds_in_t
 // order would be caught); and the oracle of one order never silently matches another's sum on
 // all of them.
 BOOST_AUTO_TEST_CASE(O1_negative_control_every_pair_of_orders_differs_bitwise_on_some_input) {
-  const auto gen = nsv::props::rank_buffers(3, 8, {DType::fp32});
+  const auto gen = nsv::checks::rank_buffers(3, 8, {DType::fp32});
   std::array<std::array<int, kOrders.size()>, kOrders.size()> differing{};
   constexpr int draws = 300;
   for (int seed = 0; seed < draws; ++seed) {
-    const RankBuffers b = nsv::props::sample(gen, static_cast<std::uint64_t>(seed));
+    const RankBuffers b = nsv::checks::sample(gen, static_cast<std::uint64_t>(seed));
     for (std::size_t i = 0; i < kOrders.size(); ++i)
       for (std::size_t j = i + 1; j < kOrders.size(); ++j)
-        if (!nsv::props::bit_difference(communicator_all_reduce<float>(b, kOrders[i]), oracle_all_reduce<float>(b, kOrders[j]),
+        if (!nsv::checks::bit_difference(communicator_all_reduce<float>(b, kOrders[i]), oracle_all_reduce<float>(b, kOrders[j]),
                                         DType::fp32)
                  .empty())
           ++differing[i][j];

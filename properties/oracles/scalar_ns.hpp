@@ -48,7 +48,7 @@
 #include "nsv/kernels.hpp"
 #include "nsv/matrix.hpp"
 
-namespace nsv::props::scalar_ns {
+namespace nsv::checks::scalar_ns {
 
 template <class T>
 struct Plain {
@@ -260,4 +260,4 @@ inline MatD newton_schulz(const MatD& g, const NsConfig& cfg, Reading reading = 
   return cfg.dtype == DType::fp64 ? Kernel<double>(cfg, reading).run(g) : Kernel<float>(cfg, reading).run(g);
 }
 
-}  // namespace nsv::props::scalar_ns
+}  // namespace nsv::checks::scalar_ns

@@ -25,7 +25,7 @@
 #include "sharding/layout_generators.hpp"
 
 using namespace nsv;
-using namespace nsv::props::shard;
+using namespace nsv::checks::shard;
 
 namespace {
 
@@ -99,7 +99,7 @@ NSV_PROPERTY(O3_comparison_summaries_equal_the_direct_formula_with_zero_width_ra
   for (int r = 0; r < hc.tp; ++r) {
     const auto i = static_cast<std::size_t>(r);
     const RankComparison& rank = c.ranks[i];
-    RC_LOG() << "rank " << r << ": " << rows[i] << " rows, rel_diff " << props::exact(rank.rel_diff) << "\n";
+    RC_LOG() << "rank " << r << ": " << rows[i] << " rows, rel_diff " << checks::exact(rank.rel_diff) << "\n";
     RC_ASSERT(rank.rows == rows[i]);
     if (rows[i] == 0) {
       first += rows[i];
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(O3_negative_control_mean_over_all_ranks_differs) {
   const auto gen = rc::gen::suchThat(head_cases(rc::gen::inRange(2, 9), 24), [](const HeadCase& c) { return c.tp > c.kv; });
   int seen = 0;
   for (int seed = 0; seed < 20; ++seed) {
-    const HeadCase hc = nsv::props::sample(gen, static_cast<std::uint64_t>(seed));
+    const HeadCase hc = nsv::checks::sample(gen, static_cast<std::uint64_t>(seed));
     NsConfig ns;
     const MatD g = hc.matrix();
     const Layout layout = hc.layout();

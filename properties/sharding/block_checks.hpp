@@ -7,7 +7,7 @@
 #include "nsv/strategies.hpp"
 #include "sharding/sharding_support.hpp"
 
-namespace nsv::props::shard {
+namespace nsv::checks::shard {
 
 inline void assert_blocks_identical(const StrategyRun& run, const MatD& target, const Layout& layout, const std::string& what) {
   const auto blocks = split(target, layout);
@@ -17,4 +17,4 @@ inline void assert_blocks_identical(const StrategyRun& run, const MatD& target, 
   RC_ASSERT(compare_with_target(run, target, layout).bit_identical);
 }
 
-}  // namespace nsv::props::shard
+}  // namespace nsv::checks::shard

@@ -19,7 +19,7 @@
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;
-using namespace nsv::props::shard;
+using namespace nsv::checks::shard;
 
 BOOST_AUTO_TEST_SUITE(sharding_bounded)
 
@@ -36,7 +36,7 @@ BOOST_AUTO_TEST_CASE(S5_allreduce_strategies_stay_within_twice_the_kernels_own_f
   Stats noise("S5 1-step rel_diff(dist32, whole32) (N1), all cases");
   const auto prop = [&] {
     S5Case c;
-    c.shard = *shard_cases(parallel_tp_degrees(), props::kTwoDrawMinSide, nsv::props::max_dim());
+    c.shard = *shard_cases(parallel_tp_degrees(), checks::kTwoDrawMinSide, nsv::checks::max_dim());
     c.kernel = *rc::gen::arbitrary<Kernel>();
     const MatD g = c.shard.matrix();
     c.draw(g.rows(), g.cols());
@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_CASE(S5_allreduce_strategies_stay_within_twice_the_kernels_own_f
     cfg.dtype = DType::fp32;
     for (Strategy s : {Strategy::gram_allreduce, Strategy::gram_restart_allreduce}) {
       const S5Measure m = measure_s5(s, g, c.shard.layout(), cfg, &c);
-      RC_LOG() << strategy_name(s) << ": rel(dist,whole) " << props::exact(m.dist_vs_whole) << ", own whole "
+      RC_LOG() << strategy_name(s) << ": rel(dist,whole) " << checks::exact(m.dist_vs_whole) << ", own whole "
                << m.own_whole << ", own same-algorithm " << m.own_ref << ", S " << m.scale << ", N1 " << m.noise1 << "\n";
       RC_ASSERT_WITHIN(m.dist_vs_whole, 2 * m.scale + m.noise1, kS5Derivation);
       const std::string grp = group_name(s, m, c.kernel);
@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(S5_allreduce_strategies_stay_within_twice_the_kernels_own_f
       noise.add(m.noise1);
     }
   };
-  props::check_property(prop);
+  checks::check_property(prop);
   for (auto* group : {&ratio, &spec_ratio, &orientation})
     for (auto& [name, st] : *group) st.report();
   margin.report();
@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_CASE(S5_allreduce_strategies_stay_within_twice_the_kernels_own_f
 // axes, both kernels, both strategies: 1-step and 5-step rel_diff against whole, the kernel's own
 // error, the bound, and the number of all-reduces each performed.
 BOOST_AUTO_TEST_CASE(S5_figures_at_128x256_one_and_five_steps) {
-  ++props::tally().quantified;
+  ++checks::tally().quantified;
   const MatD g = gaussian(128, 256, 5);
   for (Kernel k : {Kernel::standard, Kernel::gram})
     for (Strategy s : {Strategy::gram_allreduce, Strategy::gram_restart_allreduce})
@@ -143,8 +143,8 @@ double frob(const MatD& m) { return std::sqrt(m.cwiseAbs2().sum()); }
 // same two numbers, and fp addition is commutative: the orders agree bit for bit (exact).
 NSV_PROPERTY(S7_every_reduction_order_is_within_rounding_of_the_exact_sum, ()) {
   const int tp = *parallel_tp_degrees();
-  const auto rows = *rc::gen::inRange<std::int64_t>(1, nsv::props::max_dim() + 1);
-  const auto cols = *rc::gen::inRange<std::int64_t>(1, nsv::props::max_dim() + 1);
+  const auto rows = *rc::gen::inRange<std::int64_t>(1, nsv::checks::max_dim() + 1);
+  const auto cols = *rc::gen::inRange<std::int64_t>(1, nsv::checks::max_dim() + 1);
   const auto seed = *matrix_seeds();
   std::vector<MatF> parts;
   for (int r = 0; r < tp; ++r) parts.push_back(to_matf(gaussian(rows, cols, seed + static_cast<std::uint64_t>(r))));
@@ -180,7 +180,7 @@ NSV_PROPERTY(S7_every_reduction_order_is_within_rounding_of_the_exact_sum, ()) {
 //    [0, 1] (phi_lipschitz above), and float64's own rounding is ~1e-15;
 //  - fp32 amplification is finite.
 BOOST_AUTO_TEST_CASE(S7_ns_amplification_of_reduction_order_differences) {
-  ++props::tally().quantified;
+  ++checks::tally().quantified;
   std::map<std::string, Stats> stats;
   auto stat = [&](const std::string& name) -> Stats& { return stats.try_emplace(name, "S7 " + name).first->second; };
   NsConfig base;
@@ -188,8 +188,8 @@ BOOST_AUTO_TEST_CASE(S7_ns_amplification_of_reduction_order_differences) {
   std::cout << "[figure] S7 Lipschitz constant of the keller x 5 scalar map on [0, 1] (with 1% margin): " << lip << std::endl;
   const auto prop = [&] {
     const int tp = *rc::gen::inRange(3, 9);
-    const auto rows = *rc::gen::inRange<std::int64_t>(2, nsv::props::max_dim() + 1);
-    const auto cols = *rc::gen::inRange<std::int64_t>(2, nsv::props::max_dim() + 1);
+    const auto rows = *rc::gen::inRange<std::int64_t>(2, nsv::checks::max_dim() + 1);
+    const auto cols = *rc::gen::inRange<std::int64_t>(2, nsv::checks::max_dim() + 1);
     const auto seed = *matrix_seeds();
     const Kernel kernel = *rc::gen::arbitrary<Kernel>();
     std::vector<MatF> parts;
@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(S7_ns_amplification_of_reduction_order_differences) {
       return;
     }
     const double upd64 = rel_diff(b64, a64), upd32 = rel_diff(b32, a32);
-    RC_LOG() << "tp " << tp << " " << rows << "x" << cols << " " << kernel_name(kernel) << ": delta " << props::exact(delta)
+    RC_LOG() << "tp " << tp << " " << rows << "x" << cols << " " << kernel_name(kernel) << ": delta " << checks::exact(delta)
              << ", update rel diff fp64 " << upd64 << ", fp32 " << upd32 << "\n";
     RC_ASSERT_WITHIN(upd64, 2 * lip * delta / frob(a64) + 1e-12,
                      "2 L delta / ||NS(G_a)||_F: normalization at most doubles the relative perturbation, the map's "
@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(S7_ns_amplification_of_reduction_order_differences) {
     stat(std::string("fp64 amplification / its bound 2L/||NS||, ") + std::string(kernel_name(kernel)))
         .add(upd64 / delta / (2 * lip / frob(a64)));
   };
-  props::check_property(prop);
+  checks::check_property(prop);
   for (auto& [name, st] : stats) st.report();
   // negative control: at tp >= 3 the orders do change bits somewhere
   BOOST_TEST(stat("fraction of gradient elements differing from rank order, order reverse").max() > 0.0);

@@ -17,7 +17,7 @@
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;
-using namespace nsv::props::shard;
+using namespace nsv::checks::shard;
 
 BOOST_AUTO_TEST_SUITE(sharding_divergence)
 
@@ -47,8 +47,8 @@ BOOST_AUTO_TEST_CASE(S6_shard_diverges_from_whole_by_more_than_a_tenth) {
   std::map<std::string, Stats> stats;
   auto stat = [&](const std::string& name) -> Stats& { return stats.try_emplace(name, "S6 " + name).first->second; };
   const auto prop = [&] {
-    const auto rows = *rc::gen::inRange<std::int64_t>(1, nsv::props::max_dim() + 1);
-    const auto cols = *rc::gen::inRange<std::int64_t>(1, nsv::props::max_dim() + 1);
+    const auto rows = *rc::gen::inRange<std::int64_t>(1, nsv::checks::max_dim() + 1);
+    const auto cols = *rc::gen::inRange<std::int64_t>(1, nsv::checks::max_dim() + 1);
     const int axis = *axes();
     const std::int64_t dim = axis == 0 ? rows : cols;
     RC_PRE(dim >= 2);
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(S6_shard_diverges_from_whole_by_more_than_a_tenth) {
     const auto run = run_strategy(Strategy::shard, backend(), shard_matrix(g, layout), cfg);
     const double d = rel_diff(assemble(run.outputs, layout), whole);
     const auto cmp = compare_with_target(run, whole, layout);
-    RC_LOG() << "rel_diff(shard, whole) = " << props::exact(d) << " (" << layout_text(layout) << ")\n";
+    RC_LOG() << "rel_diff(shard, whole) = " << checks::exact(d) << " (" << layout_text(layout) << ")\n";
     const std::int64_t other = axis == 0 ? cols : rows;
     const bool long_split = dim >= other;
     std::int64_t widest = 0, narrowest = dim;
@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(S6_shard_diverges_from_whole_by_more_than_a_tenth) {
         .add(d);
     stat("per-rank mean rel_diff, all cases").add(cmp.rel_diff_mean);
   };
-  props::check_property(prop);
+  checks::check_property(prop);
   for (auto& [name, st] : stats) st.report();
 }
 
@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(S6_shard_diverges_from_whole_by_more_than_a_tenth) {
 // about +-0.01; one matrix's spread is of that order). One whole NS per seed and kernel is shared
 // by the four (tp, axis) cells.
 BOOST_AUTO_TEST_CASE(S6_seed_table_512x1024_is_reproduced) {
-  ++props::tally().quantified;
+  ++checks::tally().quantified;
   struct Cell {
     int tp, axis;
     double seed_gram, seed_standard;
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(S6_seed_table_512x1024_is_reproduced) {
 // on one matrix (and 0.53 for both kernels). Mean over ranks and 5 Gaussian matrices in
 // [0.52, 0.53], both kernels.
 BOOST_AUTO_TEST_CASE(S6_seed_figure_256x256_tp2_dim0) {
-  ++props::tally().quantified;
+  ++checks::tally().quantified;
   for (Kernel k : {Kernel::gram, Kernel::standard}) {
     NsConfig cfg;
     cfg.kernel = k;
@@ -163,9 +163,9 @@ BOOST_AUTO_TEST_CASE(S6_seed_figure_256x256_tp2_dim0) {
 // asserted that the > 0.1 claim does fail here for some of them (the reason it is not asserted
 // for short-axis splits of aspect > 4).
 BOOST_AUTO_TEST_CASE(S6_short_axis_split_of_an_extreme_aspect_matrix_can_nearly_agree) {
-  ++props::tally().quantified;
+  ++checks::tally().quantified;
   NsConfig cfg;
-  const auto phi = [&](double x) { return props::scalar_map(cfg, x); };
+  const auto phi = [&](double x) { return checks::scalar_map(cfg, x); };
   const double predicted = std::abs(phi(1.0) / phi(1.0 / std::sqrt(3.0)) - 1.0);
   Stats st("S6 128x3 split in columns at tp 3, rel_diff(shard, whole) over seeds 1..10");
   for (int seed = 1; seed <= 10; ++seed) {

@@ -18,13 +18,13 @@
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;
-using namespace nsv::props::shard;
+using namespace nsv::checks::shard;
 
 namespace {
 
 // Any kernel configuration (kernel, dtype incl. bf16/fp16, accumulation, schedule, steps): the
 // exact claims hold for all of them.
-rc::Gen<NsConfig> any_config() { return nsv::props::ns_configs(); }
+rc::Gen<NsConfig> any_config() { return nsv::checks::ns_configs(); }
 
 
 }  // namespace
@@ -39,7 +39,7 @@ BOOST_AUTO_TEST_SUITE(sharding_exact)
 NSV_PROPERTY(S1_at_tp_1_every_strategy_equals_its_target_bit_for_bit, ()) {
   const auto heads = *rc::gen::inRange<std::int64_t>(1, 7);
   const auto hd = *head_dims(8);
-  const auto cols = *rc::gen::inRange<std::int64_t>(1, nsv::props::max_dim() + 1);
+  const auto cols = *rc::gen::inRange<std::int64_t>(1, nsv::checks::max_dim() + 1);
   const int axis = *axes();
   const NsConfig cfg = *any_config();
   const MatD g = gaussian(heads * hd, cols, *matrix_seeds());
@@ -81,7 +81,7 @@ NSV_PROPERTY(S2_gather_and_owner_equal_whole_on_fused_qkv_layouts, ()) {
   const std::int64_t qrows = kv * group * hd, kvrows = kv * hd;
   const Layout layout = fused_layout(0, {head_aligned_sizes(qrows, kv, tp), head_aligned_sizes(kvrows, kv, tp),
                                          head_aligned_sizes(kvrows, kv, tp)});
-  const MatD g = gaussian(layout.dim, *rc::gen::inRange<std::int64_t>(1, nsv::props::max_dim() + 1), *matrix_seeds());
+  const MatD g = gaussian(layout.dim, *rc::gen::inRange<std::int64_t>(1, nsv::checks::max_dim() + 1), *matrix_seeds());
   const MatD whole = target_result(Target::whole, backend(), g, 0, cfg);
   for (Strategy s : {Strategy::gather, Strategy::owner})
     assert_blocks_identical(run_strategy(s, backend(), shard_matrix(g, layout), cfg), whole, layout,
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(S3_per_head_is_exact_for_32_heads_8_kv_at_every_tp) {
         const auto run = run_strategy(Strategy::per_head, backend(), shard_matrix(g, layout, 8), cfg);
         const auto blocks = split(target, layout);
         for (int r = 0; r < tp; ++r) {
-          const std::string diff = props::bit_difference(run.outputs[static_cast<std::size_t>(r)], blocks[static_cast<std::size_t>(r)], DType::fp32);
+          const std::string diff = checks::bit_difference(run.outputs[static_cast<std::size_t>(r)], blocks[static_cast<std::size_t>(r)], DType::fp32);
           BOOST_TEST(diff.empty(), kernel_name(k) << " " << dtype_name(d) << " tp " << tp << " rank " << r << ": " << diff);
         }
       }
@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(S3_negative_control_stale_global_head_count_diverges_by_mor
                              });
   int checked = 0;
   for (std::uint64_t seed = 1; checked < 100; ++seed) {
-    const HeadCase c = nsv::props::sample(gen, seed);
+    const HeadCase c = nsv::checks::sample(gen, seed);
     if (c.kv % c.tp != 0 || c.head_dim % c.tp != 0) continue;
     for (Kernel k : {Kernel::standard, Kernel::gram}) {
       const double d = check(c, k);

@@ -12,7 +12,7 @@
 #include "nsv/layout.hpp"
 #include "nsv/model.hpp"
 
-namespace nsv::props::shard {
+namespace nsv::checks::shard {
 
 struct FusedCase {
   FusedKind kind = FusedKind::glm;
@@ -69,4 +69,4 @@ inline rc::Gen<FusedCase> fused_cases(std::vector<FusedKind> kinds = {FusedKind:
   });
 }
 
-}  // namespace nsv::props::shard
+}  // namespace nsv::checks::shard

@@ -18,7 +18,7 @@
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;
-using namespace nsv::props::shard;
+using namespace nsv::checks::shard;
 
 namespace {
 
@@ -130,7 +130,7 @@ NSV_PROPERTY(S2_gather_and_owner_equal_whole_on_every_fused_layout_bit_for_bit, 
   const FusedCase c = *fused_cases();
   const Layout l = c.layout();
   const MatD g = c.matrix();
-  NsConfig cfg = *nsv::props::ns_configs();
+  NsConfig cfg = *nsv::checks::ns_configs();
   for (Kernel k : {Kernel::standard, Kernel::gram}) {
     cfg.kernel = k;
     const MatD whole = target_result(Target::whole, backend(), g, 0, cfg);
@@ -144,11 +144,11 @@ NSV_PROPERTY(S2_gather_and_owner_equal_whole_on_every_fused_layout_bit_for_bit, 
 // all-reduce strategies refuse it (they would count its rows tp times).
 NSV_PROPERTY(S2_shard_of_a_replicated_matrix_is_whole_and_the_all_reduce_strategies_refuse_it, ()) {
   const auto experts = *rc::gen::inRange<std::int64_t>(1, 17);
-  const auto hidden = *rc::gen::inRange<std::int64_t>(1, nsv::props::max_dim() + 1);
+  const auto hidden = *rc::gen::inRange<std::int64_t>(1, nsv::checks::max_dim() + 1);
   const int tp = *parallel_tp_degrees();
   const Layout l = replicated_layout(0, experts, tp);
   const MatD g = gaussian(experts, hidden, *matrix_seeds());
-  const NsConfig cfg = *nsv::props::ns_configs();
+  const NsConfig cfg = *nsv::checks::ns_configs();
   RC_ASSERT(promise_on(Strategy::shard, l) == Promise::bit_identical);
   assert_blocks_identical(run_strategy(Strategy::shard, backend(), shard_matrix(g, l), cfg),
                           target_result(Target::whole, backend(), g, 0, cfg), l, "shard of a replicated router");
@@ -169,7 +169,7 @@ NSV_PROPERTY(S3_per_head_applies_to_glm_phi3_bigcode_fused_qkv_and_equals_per_he
   RC_ASSERT(hd == c.head_dim);
   RC_ASSERT(inapplicable_reason(Strategy::per_head, l, hd).empty());
   const MatD g = c.matrix();
-  NsConfig cfg = *nsv::props::ns_configs();
+  NsConfig cfg = *nsv::checks::ns_configs();
   for (Kernel k : {Kernel::standard, Kernel::gram}) {
     cfg.kernel = k;
     const MatD target = target_result(Target::per_head, backend(), g, hd, cfg);
@@ -189,7 +189,7 @@ NSV_PROPERTY(S3_per_head_on_a_bloom_cut_applies_iff_the_pieces_are_whole_heads_a
   RC_ASSERT(inapplicable_reason(Strategy::per_head, l, c.head_dim).empty() == aligned);
   RC_PRE(aligned);
   const MatD g = c.matrix();
-  NsConfig cfg = *nsv::props::ns_configs();
+  NsConfig cfg = *nsv::checks::ns_configs();
   for (Kernel k : {Kernel::standard, Kernel::gram}) {
     cfg.kernel = k;
     assert_blocks_identical(run_strategy(Strategy::per_head, backend(), shard_matrix(g, l, c.head_dim), cfg),
@@ -237,10 +237,10 @@ BOOST_AUTO_TEST_CASE(S3_negative_control_falcon_7b_bloom_cut_straddles_heads) {
 
 NSV_PROPERTY(expert_parallelism_is_ns_of_each_whole_expert_and_sharding_one_is_not, ()) {
   const auto experts = *rc::gen::inRange<std::int64_t>(1, 7);
-  const auto rows = *rc::gen::inRange<std::int64_t>(8, nsv::props::max_dim() + 1);
-  const auto cols = *rc::gen::inRange<std::int64_t>(8, nsv::props::max_dim() + 1);
+  const auto rows = *rc::gen::inRange<std::int64_t>(8, nsv::checks::max_dim() + 1);
+  const auto cols = *rc::gen::inRange<std::int64_t>(8, nsv::checks::max_dim() + 1);
   const int tp = *parallel_tp_degrees();
-  NsConfig cfg = *nsv::props::ns_configs();
+  NsConfig cfg = *nsv::checks::ns_configs();
   const std::uint64_t seed = *matrix_seeds();
   Batch all;
   for (std::int64_t e = 0; e < experts; ++e) all.push_back(gaussian(rows, cols, seed + static_cast<std::uint64_t>(e)));

@@ -14,7 +14,7 @@
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;
-using namespace nsv::props::shard;
+using namespace nsv::checks::shard;
 using Sizes = std::vector<std::int64_t>;
 
 namespace {
@@ -124,9 +124,9 @@ NSV_PROPERTY(exact_comparator_reports_a_one_ulp_change_anywhere, ()) {
   const auto cols = *rc::gen::inRange<std::int64_t>(1, 33);
   const MatD m = gaussian(rows, cols, *matrix_seeds());
   const auto i = *rc::gen::inRange<Eigen::Index>(0, m.size());
-  RC_ASSERT(props::bit_difference(m, m, DType::fp32).empty());
+  RC_ASSERT(checks::bit_difference(m, m, DType::fp32).empty());
   const MatD changed = with_one_ulp_changed(m, i);
-  RC_ASSERT(!props::bit_difference(m, changed, DType::fp32).empty());
+  RC_ASSERT(!checks::bit_difference(m, changed, DType::fp32).empty());
   const ElementDiff diff = compare_bits(m, changed, DType::fp32);
   RC_ASSERT(diff.mismatches == 1);
   RC_ASSERT(diff.row * m.cols() + diff.col == i);
@@ -135,13 +135,13 @@ NSV_PROPERTY(exact_comparator_reports_a_one_ulp_change_anywhere, ()) {
 
 BOOST_AUTO_TEST_CASE(exact_comparator_reports_shape_and_signed_zero) {
   MatD a = MatD::Zero(2, 3), b = MatD::Zero(3, 2);
-  BOOST_TEST(!props::bit_difference(a, b, DType::fp32).empty());
+  BOOST_TEST(!checks::bit_difference(a, b, DType::fp32).empty());
   MatD c = a;
   c(1, 2) = -0.0;
-  BOOST_TEST(!props::bit_difference(a, c, DType::fp32).empty());  // -0 and +0 are different bits
+  BOOST_TEST(!checks::bit_difference(a, c, DType::fp32).empty());  // -0 and +0 are different bits
   MatD n = a;
   n(0, 0) = std::numeric_limits<double>::quiet_NaN();
-  BOOST_TEST(props::bit_difference(n, n, DType::fp32).empty());  // the same NaN bits are identical
+  BOOST_TEST(checks::bit_difference(n, n, DType::fp32).empty());  // the same NaN bits are identical
 }
 
 // =============================================================================================
@@ -397,7 +397,7 @@ NSV_PROPERTY(ledger_matches_hand_counts_for_every_strategy, ()) {
   NsConfig cfg;
   cfg.kernel = *rc::gen::arbitrary<Kernel>();
   cfg.steps = *rc::gen::inRange(0, 8);
-  cfg.restart_at = *props::restart_lists(cfg.steps);
+  cfg.restart_at = *checks::restart_lists(cfg.steps);
   const std::uint64_t other = static_cast<std::uint64_t>(other_extent(g, c.axis));
   const std::uint64_t dim = static_cast<std::uint64_t>(c.rule.dim);
   const ShardedMatrix sm = shard_matrix(g, layout);

@@ -37,7 +37,7 @@
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;
-using namespace nsv::props::shard;
+using namespace nsv::checks::shard;
 
 namespace {
 
@@ -83,7 +83,7 @@ std::vector<std::int64_t> piece_sizes(const std::vector<Range>& pieces) {
 // Plain matrices with both sides >= min_side, the rows split over `tps` TP ranks by the grain-1
 // rule and over 2..4 DP ranks by FSDP2: a mesh whose blocks compose into one row split.
 rc::Gen<MeshCase> row_meshes(rc::Gen<int> tps, std::int64_t min_side) {
-  const auto side = rc::gen::inRange<std::int64_t>(min_side, nsv::props::max_dim() + 1);
+  const auto side = rc::gen::inRange<std::int64_t>(min_side, nsv::checks::max_dim() + 1);
   return rc::gen::map(rc::gen::tuple(side, side, tps, rc::gen::inRange(2, 5), matrix_seeds()),
                       [](const std::tuple<std::int64_t, std::int64_t, int, int, std::uint64_t>& t) {
                         const auto [rows, cols, tp, dp, seed] = t;
@@ -152,7 +152,7 @@ NSV_PROPERTY(MS0_pieces_tile_every_shard_and_the_matrix_comes_back, ()) {
 // MS1 and MS2 on every applicable mesh strategy, any owning DP index.
 NSV_PROPERTY(MS1_MS2_dp_stages_keep_tp_semantics_and_exact_promises_hold_bit_for_bit, ()) {
   const MeshCase c = *mesh_cases();
-  const NsConfig cfg = *nsv::props::ns_configs();
+  const NsConfig cfg = *nsv::checks::ns_configs();
   const MeshLayout m = c.layout();
   const MatD g = c.matrix();
   const int owner = *rc::gen::inRange(0, c.dp);
@@ -181,7 +181,7 @@ NSV_PROPERTY(MS1_MS2_dp_stages_keep_tp_semantics_and_exact_promises_hold_bit_for
 // MS4: the plan's ledger is the execution's, for every applicable strategy and owning index.
 NSV_PROPERTY(MS4_the_plan_issues_the_collectives_the_execution_issues, ()) {
   const MeshCase c = *mesh_cases();
-  NsConfig cfg = *nsv::props::ns_configs();
+  NsConfig cfg = *nsv::checks::ns_configs();
   const MeshLayout m = c.layout();
   const int owner = *rc::gen::inRange(0, c.dp);
   const MeshMatrix mm = shard_on_mesh(c.matrix(), m, c.head_dim());
@@ -198,7 +198,7 @@ NSV_PROPERTY(MS4_the_plan_issues_the_collectives_the_execution_issues, ()) {
 BOOST_AUTO_TEST_CASE(MS3_gram_allreduce_across_both_axes_stays_within_S5) {
   Stats ratio("MS3 rel_diff(mesh gram all-reduce, whole32) / (2 S + N1)");
   const auto prop = [&] {
-    const MeshCase c = *row_meshes(parallel_tp_degrees(4), props::kTwoDrawMinSide);
+    const MeshCase c = *row_meshes(parallel_tp_degrees(4), checks::kTwoDrawMinSide);
     const MeshLayout m = c.layout();
     const auto composed = composed_layout(m);
     RC_ASSERT(composed.has_value());
@@ -215,12 +215,12 @@ BOOST_AUTO_TEST_CASE(MS3_gram_allreduce_across_both_axes_stays_within_S5) {
       const S5Measure measure = measure_s5(s, g, *composed, cfg, &perms);
       const double dist = rel_diff(assemble_mesh(run.pieces, m), newton_schulz(backend(), g, cfg));
       const double bound = 2 * measure.scale + measure.noise1;
-      RC_LOG() << strategy_name(s) << " across " << m.size() << " ranks: " << props::exact(dist) << " vs " << bound << "\n";
+      RC_LOG() << strategy_name(s) << " across " << m.size() << " ranks: " << checks::exact(dist) << " vs " << bound << "\n";
       RC_ASSERT_WITHIN(dist, bound, kS5Derivation);
       ratio.add(dist / bound);
     }
   };
-  props::check_property(prop);
+  checks::check_property(prop);
   ratio.report();
 }
 
@@ -254,7 +254,7 @@ BOOST_AUTO_TEST_CASE(MS_negative_control_NS_of_each_2d_block_diverges_by_more_th
     RC_ASSERT(d > 0.1);
     stats.add(d);
   };
-  props::check_property(prop);
+  checks::check_property(prop);
   stats.report();
 }
 

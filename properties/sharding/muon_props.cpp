@@ -20,7 +20,7 @@
 #include "sharding/sharding_support.hpp"
 
 using namespace nsv;
-using namespace nsv::props::shard;
+using namespace nsv::checks::shard;
 
 namespace {
 
@@ -43,7 +43,7 @@ void showValue(const StepCase& c, std::ostream& os) {
      << c.grad_seed;
 }
 
-rc::Gen<StepCase> step_cases(rc::Gen<NsConfig> ns = nsv::props::ns_configs()) {
+rc::Gen<StepCase> step_cases(rc::Gen<NsConfig> ns = nsv::checks::ns_configs()) {
   return rc::gen::map(rc::gen::tuple(ns, rc::gen::arbitrary<bool>(), rc::gen::arbitrary<bool>(), matrix_seeds(), matrix_seeds()),
                       [](const std::tuple<NsConfig, bool, bool, std::uint64_t, std::uint64_t>& t) {
                         StepCase c;
@@ -106,7 +106,7 @@ NSV_PROPERTY(M1_muon_step_with_per_head_equals_per_head_muon_at_tp_1_bit_for_bit
 // kernel's), plus 2u for the fp32 rounding of the aspect scale applied to each.
 NSV_PROPERTY(M1_muon_step_with_allreduce_strategies_is_within_rounding_of_tp_1, ()) {
   S5Case pc;
-  pc.shard = *shard_cases(parallel_tp_degrees(), props::kTwoDrawMinSide, nsv::props::max_dim());
+  pc.shard = *shard_cases(parallel_tp_degrees(), checks::kTwoDrawMinSide, nsv::checks::max_dim());
   NsConfig ns;
   ns.kernel = *rc::gen::arbitrary<Kernel>();
   const StepCase c = *step_cases(rc::gen::just(ns));
@@ -123,7 +123,7 @@ NSV_PROPERTY(M1_muon_step_with_allreduce_strategies_is_within_rounding_of_tp_1, 
   RC_ASSERT_BIT_IDENTICAL(assemble(mom_shards, layout), mom_whole, DType::fp32, "momentum");
   const S5Measure m = measure_s5(strategy, blend, layout, c.cfg.ns, &pc);
   const double d = rel_diff(assemble(sharded.updates, layout), whole);
-  RC_LOG() << strategy_name(strategy) << ": update rel diff " << props::exact(d) << ", S " << m.scale << ", N1 " << m.noise1 << "\n";
+  RC_LOG() << strategy_name(strategy) << ": update rel diff " << checks::exact(d) << ", S " << m.scale << ", N1 " << m.noise1 << "\n";
   RC_ASSERT_WITHIN(d, 2 * m.scale + m.noise1 + 2 * kUnitFp32,
                    "2 S + N1 (S5) + 2u: the same aspect scale applied to both in fp32");
 }
@@ -133,7 +133,7 @@ NSV_PROPERTY(M1_muon_step_with_allreduce_strategies_is_within_rounding_of_tp_1, 
 // global one exactly when rows > cols for the shard or for the whole matrix. Kind: exact.
 
 NSV_PROPERTY(M2_local_scale_differs_from_global_exactly_when_shard_or_whole_is_tall, ()) {
-  const ShardCase sc = *shard_cases(tp_degrees(), 1, 4 * nsv::props::max_dim());
+  const ShardCase sc = *shard_cases(tp_degrees(), 1, 4 * nsv::checks::max_dim());
   const Layout layout = sc.layout();
   const double global = aspect_scale(sc.rows, sc.cols);
   for (int r = 0; r < layout.tp(); ++r) {
@@ -157,7 +157,7 @@ NSV_PROPERTY(M2_local_scale_differs_from_global_exactly_when_shard_or_whole_is_t
 // ScaleFrom::local, the whole matrix's with ScaleFrom::global (1 for per_head, which scales each
 // head block itself), and the update is the orthogonalized block times that scale.
 NSV_PROPERTY(M2_sharded_muon_update_applies_and_reports_the_configured_scale, ()) {
-  const ShardCase sc = *shard_cases(tp_degrees(), 1, nsv::props::max_dim());
+  const ShardCase sc = *shard_cases(tp_degrees(), 1, nsv::checks::max_dim());
   MuonConfig cfg;
   cfg.ns.kernel = *rc::gen::arbitrary<Kernel>();
   const Layout layout = sc.layout();
@@ -190,7 +190,7 @@ NSV_PROPERTY(M2_sharded_muon_update_applies_and_reports_the_configured_scale, ()
 // sqrt(5504/4096) = sqrt(43/32) = 1.1592, the whole by sqrt(11008/4096) = sqrt(43/16) = 1.6394.
 // The sharded step is checked on 86 x 32 (the same aspect ratio, 43/16) for speed.
 BOOST_AUTO_TEST_CASE(M2_gate_proj_scale_figures) {
-  ++props::tally().quantified;
+  ++checks::tally().quantified;
   BOOST_TEST(aspect_scale(5504, 4096) == std::sqrt(43.0 / 32.0));
   BOOST_TEST(aspect_scale(11008, 4096) == std::sqrt(43.0 / 16.0));
   BOOST_TEST(std::abs(aspect_scale(5504, 4096) - 1.1592) < 5e-5);
@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(M2_gate_proj_scale_figures) {
 // update is the momentum the skipped step would have produced).
 
 NSV_PROPERTY(M3_non_finite_gradient_keeps_momentum_and_gives_non_finite_update, ()) {
-  const ShardCase sc = *shard_cases(tp_degrees(), 1, nsv::props::max_dim());
+  const ShardCase sc = *shard_cases(tp_degrees(), 1, nsv::checks::max_dim());
   const StepCase c = *step_cases();
   const double bad = *rc::gen::element(std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
                                        -std::numeric_limits<double>::infinity());
@@ -277,7 +277,7 @@ NSV_PROPERTY(M3_non_finite_gradient_keeps_momentum_and_gives_non_finite_update, 
 //    accurate than ours (its GEMMs are fp32 sums in another order: another draw of the same
 //    noise); 2u for the final fp32 scale multiply on each side.
 BOOST_AUTO_TEST_CASE(muon_golden_sequences_match_deepspeed) {
-  ++props::tally().quantified;
+  ++checks::tally().quantified;
   const std::string dir = std::string(NSV_FIXTURES_DIR) + "/golden/deepspeed/";
   for (const std::string seq : {"mu_019", "mu_020"})
     for (Kernel k : {Kernel::standard, Kernel::gram}) {
@@ -298,7 +298,7 @@ BOOST_AUTO_TEST_CASE(muon_golden_sequences_match_deepspeed) {
         MatD mom_before = mom;
         const MatD blend = momentum_and_blend(mom_before, grad, cfg);
         const MatD update = muon_update(backend(), mom, grad, cfg);
-        const std::string diff = props::bit_difference(mom, want_mom, DType::fp32);
+        const std::string diff = checks::bit_difference(mom, want_mom, DType::fp32);
         BOOST_TEST(diff.empty(), name << " step " << step << " momentum: " << diff);
         if (step > 0) {  // negative control: the unfused lerp
           const MatD unfused = mom_before_step.binaryExpr(grad, [](double m, double g) {

@@ -34,7 +34,7 @@ checks::TpCheck natural_check(Strategy s, ResultKind kind) {
 
 void require_property(std::string_view name, const checks::TpUnderTest& impl, const checks::TpCheck& c) {
   const checks::TpProperty& p = *checks::find_tp_property(name);
-  props::check_property([&] { p.body(impl, c); }, true);
+  checks::check_property([&] { p.body(impl, c); }, true);
 }
 
 // The property's outcome at the gate's seed, for the negative controls.

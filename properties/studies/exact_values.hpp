@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace nsv::props {
+namespace nsv::checks {
 
 inline rc::Gen<double> sixty_fourths(int most) {
   return rc::gen::map(rc::gen::inRange(0, most + 1), [](int k) { return k / 64.0; });
@@ -50,4 +50,4 @@ inline double upper_median(const std::vector<double>& v) {
   return 0;
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

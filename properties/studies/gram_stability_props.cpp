@@ -70,8 +70,8 @@ NSV_PROPERTY(GS1_measured_accuracy_equals_the_scalar_maps_in_fp64, ()) {
   RC_ASSERT(rows.size() == static_cast<std::size_t>(spec.max_steps) * (spec.restarts.size() + 1));
   for (const GramStabilityRow& r : rows) {
     RC_LOG() << r.rows << "x" << r.cols << " " << r.spectrum << " " << kernel_name(r.kernel) << " steps " << r.steps
-             << ": orth " << props::exact(r.orth_error) << " / " << props::exact(r.orth_error_exact) << ", polar "
-             << props::exact(r.polar_distance) << " / " << props::exact(r.polar_distance_exact) << "\n";
+             << ": orth " << checks::exact(r.orth_error) << " / " << checks::exact(r.orth_error_exact) << ", polar "
+             << checks::exact(r.polar_distance) << " / " << checks::exact(r.polar_distance_exact) << "\n";
     RC_ASSERT(r.finite && !r.blowup);
     RC_ASSERT(r.kept >= 1);
     RC_ASSERT_WITHIN(std::abs(r.orth_error - r.orth_error_exact), kFp64Agreement, "fp64 rounding (kFp64Agreement)");
@@ -121,7 +121,7 @@ NSV_PROPERTY(GS1b_the_study_runs_the_schedule_it_names, ()) {
 BOOST_AUTO_TEST_CASE(GS1_negative_control_one_step_off_is_seen) {
   int seen = 0, compared = 0;
   for (int seed = 0; seed < 10; ++seed) {
-    const GramStabilitySpec spec = nsv::props::sample(tiny_specs(), static_cast<std::uint64_t>(seed));
+    const GramStabilitySpec spec = nsv::checks::sample(tiny_specs(), static_cast<std::uint64_t>(seed));
     std::map<int, const GramStabilityRow*> standard_by_steps;
     const std::vector<GramStabilityRow> rows = nsv::engine::run_gram_stability(spec);
     for (const GramStabilityRow& r : rows)

@@ -22,6 +22,9 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "check.hpp"
@@ -155,10 +158,12 @@ BOOST_AUTO_TEST_CASE(GS3_inputs_have_the_spectra_of_the_script) {
 }
 
 // GS4  the summary read back from gram_stress.csv counts as blow-ups exactly the runs whose
-//      metrics are non-finite, and its median and maximum are those of the rows: written with
-//      csv_line from rows whose values are known (one run of the tiny test with two of its rows
-//      made blow-ups, as polar_metrics reports them: every metric inf), and recomputed here
-//      directly (median: the element of index count/2 of the sorted values, as the report defines it).
+//      metrics are non-finite, and its median and maximum of each of the five metrics are those
+//      of the rows, its matrix count theirs: written with csv_line from rows whose values are
+//      known (one run of the tiny test with two of its rows made blow-ups, as polar_metrics
+//      reports them: every metric inf), and recomputed here directly (median: the element of
+//      index count/2 of the sorted values, as the report defines it), each metric found in the
+//      row by its column name.
 BOOST_AUTO_TEST_CASE(GS4_summary_counts_the_blowups_and_summarizes_the_rows_it_reads) {
   const GramStressSpec spec = tiny_spec(12, 2);
   std::vector<GramStressRow> rows = nsv::engine::run_gram_stress(spec);
@@ -174,25 +179,39 @@ BOOST_AUTO_TEST_CASE(GS4_summary_counts_the_blowups_and_summarizes_the_rows_it_r
   }
   const nlohmann::json summary = nsv::engine::gram_stress_summary(path, spec);
   std::filesystem::remove(path);
+  std::set<std::pair<std::string, int>> matrices;
+  for (const GramStressRow& r : rows) matrices.emplace(r.spectrum, r.sample);
+  BOOST_TEST(summary.at("matrices").get<std::size_t>() == matrices.size());
+  BOOST_TEST(summary.at("n").get<std::int64_t>() == spec.n);  // the spec it was read under, echoed
+  BOOST_TEST(summary.at("aspect").get<int>() == spec.aspect);
+  BOOST_TEST(summary.at("steps").get<int>() == spec.steps);
+  const std::vector<std::string> header = nsv::engine::gram_stress_header();
+  const auto column = [&header](const std::string& name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const auto as_number = [](const nlohmann::json& v) { return v.is_string() ? inf : v.get<double>(); };
   BOOST_TEST_REQUIRE(summary.at("runs").size() == spec.restarts.size());
   for (const nlohmann::json& run : summary.at("runs")) {
     const std::string restarts = run.at("restart_at");
-    for (const char* method : {"reference", "ours"}) {
-      std::vector<double> orth;
-      int blowups = 0;
-      for (const GramStressRow& r : rows) {
-        if (r.restart_at != restarts) continue;
-        const PolarMetrics& m = std::string(method) == "ours" ? r.ours : r.reference;
-        orth.push_back(std::stod(nsv::engine::gram_stress_fields(r)[std::string(method) == "ours" ? 8 : 3]));  // as written: %.6g
-        blowups += std::isfinite(m.orth_error) ? 0 : 1;
-      }
+    for (const std::string method : {"reference", "ours"}) {
       const nlohmann::json& got = run.at(method);
-      BOOST_TEST(got.at("blowups").get<int>() == blowups, method << " restarts " << restarts);
-      BOOST_TEST(got.at("matrices").get<std::size_t>() == orth.size());
-      std::sort(orth.begin(), orth.end());
-      const auto as_number = [](const nlohmann::json& v) { return v.is_string() ? inf : v.get<double>(); };
-      BOOST_TEST(as_number(got.at("metrics").at("orth_error").at("median")) == orth[orth.size() / 2]);
-      BOOST_TEST(as_number(got.at("metrics").at("orth_error").at("max")) == orth.back());
+      BOOST_TEST_REQUIRE(got.at("metrics").size() == 5u);
+      for (const auto& [metric, figures] : got.at("metrics").items()) {
+        BOOST_TEST_REQUIRE(column(metric + "_" + method) < header.size(), metric);
+        std::vector<double> v;
+        int blowups = 0;
+        for (const GramStressRow& r : rows) {
+          if (r.restart_at != restarts) continue;
+          const PolarMetrics& m = method == "ours" ? r.ours : r.reference;
+          v.push_back(std::stod(nsv::engine::gram_stress_fields(r)[column(metric + "_" + method)]));  // as written: %.6g
+          blowups += std::isfinite(m.orth_error) ? 0 : 1;
+        }
+        BOOST_TEST(got.at("blowups").get<int>() == blowups, method << " restarts " << restarts);
+        BOOST_TEST(got.at("matrices").get<std::size_t>() == v.size());
+        std::sort(v.begin(), v.end());
+        BOOST_TEST(as_number(figures.at("median")) == v[v.size() / 2], metric << " " << method << " restarts " << restarts);
+        BOOST_TEST(as_number(figures.at("max")) == v.back(), metric << " " << method << " restarts " << restarts);
+      }
     }
   }
   // Negative control: the planted blow-ups (row 0: matrix 0 with the first restart list; row 3:

@@ -1,7 +1,7 @@
 // The audit figures `nsv report` puts in report.json ("audits", §7 of README.md; engine/
 // report_audits.cpp) against the audits' own documents: for every bundled model config at each of
 // the report's TP degrees, and on the report's two TP x DP meshes, each figure of the report's
-// summary is the figure of the same name in the audit's JSON (render/audit.cpp, the schema
+// summary is the figure of the same name in the audit's JSON (render/audit_json.cpp, the schema
 // `nsv audit --json` writes), found there by its definition rather than by the report's path:
 //   RA1  per-head share, today's shard time, the fastest bit-identical plan (the least step time
 //        among the plans bit-identical to whole-matrix NS, the first of equals in the document's
@@ -22,15 +22,15 @@
 #include <string>
 #include <vector>
 
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 #include "nsv/engine/report_audits.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/render/audit.hpp"
 #include "studies/exact_values.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-using nsv::props::item_where;
+using nsv::checks::item_where;
 
 namespace {
 

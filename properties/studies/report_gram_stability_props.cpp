@@ -1,4 +1,4 @@
-// report.json's "gram_stability" (§6b of README.md; engine/gram_stability_stats.cpp) from the
+// report.json's "gram_stability" (§6b of README.md; engine/src/gram_stability_stats.cpp) from the
 // study's rows, against the section's definitions evaluated here by scanning every row:
 //
 // RS7  per configuration (each restart list of the gram loop, and the standard loop) and dtype:
@@ -37,8 +37,8 @@
 using namespace nsv;
 using namespace nsv::engine;
 using nlohmann::json;
-using nsv::props::sixty_fourths;
-using nsv::props::upper_median;
+using nsv::checks::sixty_fourths;
+using nsv::checks::upper_median;
 
 namespace {
 

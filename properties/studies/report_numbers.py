@@ -21,6 +21,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent  # properties/studies
 PROPERTIES = HERE.parent
+ADD_TEST = re.compile(r"add_test\(NAME (\w+)")
+CTEST = "CTest tests"
 DECLARED = re.compile(r"(?:BOOST_AUTO_TEST_SUITE|BOOST_AUTO_TEST_CASE|NSV_PROPERTY)\((\w+)")
 
 
@@ -50,10 +52,15 @@ def built_sources():
 
 def declarations():
     built = built_sources()
-    return {source: set(DECLARED.findall(source.read_text())) for source in PROPERTIES.rglob("*.cpp") if source.resolve() in built}
+    names = {source: set(DECLARED.findall(source.read_text())) for source in PROPERTIES.rglob("*.cpp") if source.resolve() in built}
+    # A check that is a script, not a property: its CTest test, named "ctest:NAME".
+    names[CTEST] = {f"ctest:{n}" for cmake in PROPERTIES.rglob("CMakeLists.txt") for n in ADD_TEST.findall(cmake.read_text())}
+    return names
 
 
 def property_exists(name, names_by_file):
+    if name.startswith("ctest:"):
+        return name in names_by_file[CTEST]
     first, *rest = name.split("/")
     return any(first in names and all(part in names for part in rest) for names in names_by_file.values())
 

@@ -1,4 +1,4 @@
-// The statistics `nsv report` prints in §1-§4 and §6 of README.md (engine/report_stats.cpp,
+// The statistics `nsv report` prints in §1-§4 and §6 of README.md (engine/src/report_stats.cpp,
 // report_step_stats.cpp: report.json's "seed_tables", "strategy_checks", "divergence",
 // "communication", "amplification"), against their definitions evaluated here the slow way:
 // every figure of a cell recomputed by scanning all rows with the cell's predicate written out
@@ -51,11 +51,11 @@
 using namespace nsv;
 using namespace nsv::engine;
 using nlohmann::json;
-using nsv::props::sixty_fourths;
-using nsv::props::upper_median;
-using nsv::props::assert_range;
-using nsv::props::exact_mean;
-using nsv::props::item_where;
+using nsv::checks::sixty_fourths;
+using nsv::checks::upper_median;
+using nsv::checks::assert_range;
+using nsv::checks::exact_mean;
+using nsv::checks::item_where;
 
 namespace {
 
@@ -523,7 +523,7 @@ NSV_PROPERTY(RS6_amplification_rows_are_the_means_over_seeds_and_axes, ()) {
 BOOST_AUTO_TEST_CASE(RS_negative_control_a_wrong_selection_is_seen) {
   int seen = 0, drawn = 0;
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
-    const std::vector<SweepRow> main = nsv::props::sample(sweeps(kSweepShapes, {1, 2, 4}, 120), seed);
+    const std::vector<SweepRow> main = nsv::checks::sample(sweeps(kSweepShapes, {1, 2, 4}, 120), seed);
     const json got = strategy_check_stats(main, {});
     std::size_t with_tp1 = 0;
     for (const auto& r : main) with_tp1 += r.strategy == Strategy::shard;

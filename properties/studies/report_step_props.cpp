@@ -27,8 +27,8 @@
 using namespace nsv;
 using namespace nsv::engine;
 using nlohmann::json;
-using nsv::props::assert_range;
-using nsv::props::run_of;
+using nsv::checks::assert_range;
+using nsv::checks::run_of;
 
 namespace {
 
@@ -46,9 +46,9 @@ BOOST_AUTO_TEST_SUITE(study_report_stats)
 
 NSV_PROPERTY(RS9_the_step_table_is_its_runs_scanned, ()) {
   const std::vector<int> tps = *rc::gen::element(std::vector<int>{2}, std::vector<int>{2, 4}, std::vector<int>{2, 4, 8});
-  const StepRuns runs = *nsv::props::step_runs(tps, true);
+  const StepRuns runs = *nsv::checks::step_runs(tps, true);
   const json got = step_stats(runs, "fixtures/grads");
-  const std::size_t params = nsv::props::drawn_params().size();
+  const std::size_t params = nsv::checks::drawn_params().size();
   RC_ASSERT(got.at("available") == true && got.at("grads") == "fixtures/grads" && got.at("tp") == 2);
   const StepSpec& first = runs.front().first;
   RC_ASSERT(got.at("muon").at("lr") == first.muon.lr && got.at("muon").at("momentum") == first.muon.beta);

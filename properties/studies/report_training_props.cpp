@@ -31,8 +31,8 @@
 using namespace nsv;
 using namespace nsv::engine;
 using nlohmann::json;
-using nsv::props::exact_mean;
-using nsv::props::sixty_fourths;
+using nsv::checks::exact_mean;
+using nsv::checks::sixty_fourths;
 
 namespace {
 
@@ -49,14 +49,14 @@ rc::Gen<TrainingRuns> training_runs() {
       TrainingCheckpoint k;
       k.model = "tiny", k.folder = "fixtures/training/tiny/ckpt" + std::to_string(c), k.layers = 2, k.layer = 1, k.step = 10 * c;
       k.loss = *sixty_fourths(256);
-      for (const auto& param : nsv::props::drawn_params()) {
+      for (const auto& param : nsv::checks::drawn_params()) {
         RankMeasures m;
         m.min_side = 64;
         m.stable_rank = 1 + *sixty_fourths(1024);
         m.effective_rank = 1 + *sixty_fourths(2048);
         k.spectra.emplace_back(param.name, m);
       }
-      k.runs = *nsv::props::step_runs(tps, false);
+      k.runs = *nsv::checks::step_runs(tps, false);
       t.checkpoints.push_back(std::move(k));
       steps.push_back({{"step", 10 * c}});
     }
@@ -70,7 +70,7 @@ rc::Gen<TrainingRuns> training_runs() {
 
 // Every run is drawn (step_runs without dropping): a missing one is the generator's fault.
 const ParamStep& result(const TrainingCheckpoint& c, int tp, Strategy s, ScaleFrom scale, std::size_t param) {
-  const ParamStep* r = nsv::props::run_of(c.runs, tp, s, scale, param);
+  const ParamStep* r = nsv::checks::run_of(c.runs, tp, s, scale, param);
   if (!r) throw std::logic_error("step_runs drew no run at this tp, strategy and scale");
   return *r;
 }
@@ -104,9 +104,9 @@ NSV_PROPERTY(RS8_training_statistics_are_their_runs_scanned, ()) {
     const json& g = got.at("checkpoints").at(ci);
     RC_ASSERT(g.at("step") == c.step && g.at("loss") == c.loss && g.at("model") == c.model);
     std::vector<double> fractions, stables;
-    for (std::size_t i = 0; i < nsv::props::drawn_params().size(); ++i) {
+    for (std::size_t i = 0; i < nsv::checks::drawn_params().size(); ++i) {
       const json& row = g.at("params").at(i);
-      RC_ASSERT(row.at("param") == nsv::props::drawn_params()[i].name);
+      RC_ASSERT(row.at("param") == nsv::checks::drawn_params()[i].name);
       double allreduce = 0;
       bool identical = true;
       json per_head = nullptr;
@@ -136,7 +136,7 @@ NSV_PROPERTY(RS8_training_statistics_are_their_runs_scanned, ()) {
     RC_ASSERT(g.at("mean_effective_rank_fraction") == exact_mean(fractions) && g.at("mean_stable_rank") == exact_mean(stables));
     for (std::size_t k = 0; k < tps.size(); ++k) {
       std::vector<double> loc, glo;
-      for (std::size_t i = 0; i < nsv::props::drawn_params().size(); ++i)
+      for (std::size_t i = 0; i < nsv::checks::drawn_params().size(); ++i)
         loc.push_back(result(c, tps[k], Strategy::shard, ScaleFrom::local, i).rel_diff),
             glo.push_back(result(c, tps[k], Strategy::shard, ScaleFrom::global, i).rel_diff);
       RC_ASSERT(g.at("mean_shard_local").at(k) == exact_mean(loc) && g.at("mean_shard_global").at(k) == exact_mean(glo));
@@ -145,7 +145,7 @@ NSV_PROPERTY(RS8_training_statistics_are_their_runs_scanned, ()) {
       double worst = 0;
       std::size_t cases = 0, identical = 0;
       for (int tp : tps)
-        for (std::size_t i = 0; i < nsv::props::drawn_params().size(); ++i) {
+        for (std::size_t i = 0; i < nsv::checks::drawn_params().size(); ++i) {
           const ParamStep& r = result(c, tp, s, ScaleFrom::global, i);
           if (!r.note.empty()) continue;
           ++cases, identical += r.bit_identical, worst = std::max(worst, r.rel_diff);

@@ -14,7 +14,7 @@
 #include "nsv/strategy.hpp"
 #include "studies/exact_values.hpp"
 
-namespace nsv::props {
+namespace nsv::checks {
 
 struct DrawnParam {
   std::string name;
@@ -77,4 +77,4 @@ inline rc::Gen<engine::StepRuns> step_runs(const std::vector<int>& plan_tps, boo
   });
 }
 
-}  // namespace nsv::props
+}  // namespace nsv::checks

@@ -44,7 +44,7 @@ def check_kernel(fn, kernel=_K["kernel"], steps=_K["steps"], dtype=_K["dtype"], 
       K8   NS(0) = 0; a NaN/Inf input gives a non-finite output; tiny and huge magnitudes are exact,
            flagged non-finite, or the documented zero of an overflowing norm
       REF  agreement with the reference of the same kernel, dtype and schedule.
-    B(G) is the a-priori rounding bound of properties/tolerances.hpp, S_kernel (steps + 1) L(G)
+    B(G) is the a-priori rounding bound of checks/tolerances.hpp, S_kernel (steps + 1) L(G)
     (u_dtype + sqrt(n) u_acc): the rounded results per step, magnified at most L(G) times (the
     Frechet derivative of NS at G) by the rest of the iteration. A bounded claim is skipped (and the
     case classified) where an output diverged outside the configuration's first-order regime.

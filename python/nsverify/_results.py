@@ -85,7 +85,7 @@ def _short(text, limit):
 
 def _type_label(kind):
     """RapidCheck's C++ type name in words: std::vector<std::vector<long>> -> vector<vector<long>>."""
-    return str(kind).replace("std::", "").replace("nsv::props::", "").replace("nsv::", "")
+    return str(kind).replace("std::", "").replace("nsv::checks::", "").replace("nsv::", "")
 
 
 def _table(rows, header):

@@ -109,7 +109,7 @@ def check_tp(fn, claim=_T["claim"], target=_T["target"], aspect_scale=_T["aspect
             of the exact claim is the whole matrix on one rank with dp = 1. None (the default): TP
             alone, spec.dp None.
 
-    Layouts drawn (properties/sharding/layout_generators.hpp): tp 1..max_tp and beyond (zero-width
+    Layouts drawn (checks/sharding/layout_generators.hpp): tp 1..max_tp and beyond (zero-width
     ranks), both axes, the grain rule with grain 1, 64 or any, head-aligned shards, GQA q/k/v
     projections, fused [Q;K;V]; sides up to max_dim (4 max_dim for stacked heads).
 

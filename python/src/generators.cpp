@@ -15,14 +15,14 @@
 namespace nsv::python {
 namespace {
 
-using props::Shape;
-using props::ShapeKind;
+using checks::Shape;
+using checks::ShapeKind;
 
 Spectrum spectrum_from(const py::dict& d) {
   Spectrum s;
   const std::string kind = d["kind"].cast<std::string>();
   bool known = false;
-  for (const auto& [k, weight] : props::kSpectrumWeights)
+  for (const auto& [k, weight] : checks::kSpectrumWeights)
     if (kind == spectrum_kind_name(k)) {
       s.kind = k;
       known = true;
@@ -45,18 +45,18 @@ Shape shape_from(std::int64_t rows, std::int64_t cols) {
 
 py::dict rules(Eigen::Index max_dim) {
   py::list shape_weights, spectrum_weights;
-  for (const auto& [kind, weight] : props::kShapeWeights)
-    shape_weights.append(py::make_tuple(props::shape_kind_name(kind), weight));
-  for (const auto& [kind, weight] : props::kSpectrumWeights)
+  for (const auto& [kind, weight] : checks::kShapeWeights)
+    shape_weights.append(py::make_tuple(checks::shape_kind_name(kind), weight));
+  for (const auto& [kind, weight] : checks::kSpectrumWeights)
     spectrum_weights.append(py::make_tuple(spectrum_kind_name(kind), weight));
-  return py::dict(py::arg("special_dimensions") = props::special_dimensions(max_dim), py::arg("shape_weights") = shape_weights,
-                  py::arg("extreme_short_max") = props::kExtremeShortMax, py::arg("extreme_long_min") = props::kExtremeLongMin,
-                  py::arg("spectrum_weights") = spectrum_weights, py::arg("unscaled_weight") = props::kUnscaledWeight,
-                  py::arg("max_scale_exponent") = props::kMaxScaleExponent, py::arg("max_rank") = props::kMaxRank,
-                  py::arg("alpha_tenths") = props::kAlphaTenths, py::arg("max_log10_condition") = props::kMaxLog10Condition,
-                  py::arg("gaussian_grid_half_width") = props::kGaussianGridHalfWidth,
-                  py::arg("max_integer_entry") = props::kMaxIntegerEntry,
-                  py::arg("element_shrinking_max_elements") = props::kElementShrinkingMaxElements);
+  return py::dict(py::arg("special_dimensions") = checks::special_dimensions(max_dim), py::arg("shape_weights") = shape_weights,
+                  py::arg("extreme_short_max") = checks::kExtremeShortMax, py::arg("extreme_long_min") = checks::kExtremeLongMin,
+                  py::arg("spectrum_weights") = spectrum_weights, py::arg("unscaled_weight") = checks::kUnscaledWeight,
+                  py::arg("max_scale_exponent") = checks::kMaxScaleExponent, py::arg("max_rank") = checks::kMaxRank,
+                  py::arg("alpha_tenths") = checks::kAlphaTenths, py::arg("max_log10_condition") = checks::kMaxLog10Condition,
+                  py::arg("gaussian_grid_half_width") = checks::kGaussianGridHalfWidth,
+                  py::arg("max_integer_entry") = checks::kMaxIntegerEntry,
+                  py::arg("element_shrinking_max_elements") = checks::kElementShrinkingMaxElements);
 }
 
 }  // namespace
@@ -69,9 +69,9 @@ void bind_generators(py::module_& m) {
       [](std::int64_t rows, std::int64_t cols, const py::dict& spectrum) {
         const Shape s = shape_from(rows, cols);
         const Spectrum spec = spectrum_from(spectrum);
-        const bool seeded = rows * cols > props::kElementShrinkingMaxElements;
+        const bool seeded = rows * cols > checks::kElementShrinkingMaxElements;
         const std::size_t ints = spec.kind == Spectrum::Kind::integer_valued ? static_cast<std::size_t>(rows * cols) : 0;
-        return py::dict(py::arg("seeded") = seeded, py::arg("normals") = seeded ? 0 : props::detail::normals_needed(s, spec),
+        return py::dict(py::arg("seeded") = seeded, py::arg("normals") = seeded ? 0 : checks::detail::normals_needed(s, spec),
                         py::arg("integers") = seeded ? 0 : ints);
       },
       py::arg("rows"), py::arg("cols"), py::arg("spectrum"),
@@ -82,18 +82,18 @@ void bind_generators(py::module_& m) {
          const std::vector<std::int64_t>& integers, std::optional<std::uint64_t> seed) {
         const Shape s = shape_from(rows, cols);
         const Spectrum spec = spectrum_from(spectrum);
-        if (seed) return matrix_to_array(props::detail::finished(props::seeded::values(s, spec, *seed), spec), true);
-        if (grid.size() != props::detail::normals_needed(s, spec))
-          throw InvalidField("grid", "must hold draws_needed()['normals'] = " + std::to_string(props::detail::normals_needed(s, spec)) +
+        if (seed) return matrix_to_array(checks::detail::finished(checks::seeded::values(s, spec, *seed), spec), true);
+        if (grid.size() != checks::detail::normals_needed(s, spec))
+          throw InvalidField("grid", "must hold draws_needed()['normals'] = " + std::to_string(checks::detail::normals_needed(s, spec)) +
                                          " points, got " + std::to_string(grid.size()));
         for (const std::int64_t j : grid)
-          if (j < -props::kGaussianGridHalfWidth || j > props::kGaussianGridHalfWidth)
+          if (j < -checks::kGaussianGridHalfWidth || j > checks::kGaussianGridHalfWidth)
             throw InvalidField("grid", "points must lie in [-2^20, 2^20], got " + std::to_string(j));
         const std::size_t ints = spec.kind == Spectrum::Kind::integer_valued ? static_cast<std::size_t>(rows * cols) : 0;
         if (integers.size() != ints)
           throw InvalidField("integers", "must hold draws_needed()['integers'] = " + std::to_string(ints) + ", got " +
                                              std::to_string(integers.size()));
-        return matrix_to_array(props::matrix_of_draws(s, spec, props::MatrixDraws{grid, integers}), true);
+        return matrix_to_array(checks::matrix_of_draws(s, spec, checks::MatrixDraws{grid, integers}), true);
       },
       py::arg("rows"), py::arg("cols"), py::arg("spectrum"), py::arg("grid") = std::vector<std::int64_t>{},
       py::arg("integers") = std::vector<std::int64_t>{}, py::arg("seed") = std::nullopt,
@@ -103,10 +103,10 @@ void bind_generators(py::module_& m) {
       [](std::int64_t rows, std::int64_t cols, const py::dict& spectrum, std::uint64_t rc_seed) {
         const Shape s = shape_from(rows, cols);
         const Spectrum spec = spectrum_from(spectrum);
-        const props::TestMatrix t = props::sample(props::matrices_of(s, spec), rc_seed);
+        const checks::TestMatrix t = checks::sample(checks::matrices_of(s, spec), rc_seed);
         py::dict out(py::arg("values") = matrix_to_array(t.values, true), py::arg("seed") = t.seed);
         if (!t.seed) {
-          const props::MatrixDraws d = props::sample(props::matrix_draws(s, spec), rc_seed);
+          const checks::MatrixDraws d = checks::sample(checks::matrix_draws(s, spec), rc_seed);
           out["grid"] = d.grid;
           out["integers"] = d.integers;
         }

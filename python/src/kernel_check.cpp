@@ -53,7 +53,7 @@ py::dict outcome_of(const KernelProperty& p, const checks::KernelUnderTest& impl
 }
 
 py::list check_kernel(py::object adapter, const std::string& name, const NsConfig& cfg, bool batched, Eigen::Index max_dim,
-                      std::optional<props::Shape> shape, const checks::RunSettings& settings,
+                      std::optional<checks::Shape> shape, const checks::RunSettings& settings,
                       const std::vector<std::string>& only, const std::string& replay) {
   const UserKernel impl(std::move(adapter), name, batched, cfg.dtype == DType::fp64);
   const checks::KernelDomain domain = checks::one_configuration(cfg, max_dim, shape);
@@ -64,13 +64,13 @@ py::list check_kernel(py::object adapter, const std::string& name, const NsConfi
   return out;
 }
 
-props::Shape pinned_shape(std::int64_t rows, std::int64_t cols) {
-  const props::ShapeKind kind = rows == cols ? props::ShapeKind::square
-                                : rows == 1  ? props::ShapeKind::row_vector
-                                : cols == 1  ? props::ShapeKind::column_vector
-                                : rows < cols ? props::ShapeKind::wide
-                                              : props::ShapeKind::tall;
-  return props::Shape{rows, cols, kind};
+checks::Shape pinned_shape(std::int64_t rows, std::int64_t cols) {
+  const checks::ShapeKind kind = rows == cols ? checks::ShapeKind::square
+                                : rows == 1  ? checks::ShapeKind::row_vector
+                                : cols == 1  ? checks::ShapeKind::column_vector
+                                : rows < cols ? checks::ShapeKind::wide
+                                              : checks::ShapeKind::tall;
+  return checks::Shape{rows, cols, kind};
 }
 
 }  // namespace
@@ -83,7 +83,7 @@ void bind_kernel_check(py::module_& m) {
          const std::vector<std::string>& only) {
         const nlohmann::json s = settings_from_python(checks::check_record(kind), given);
         if (s.contains("device")) throw InvalidField("kind", "the core runs the numpy kernel record; torch's is resolved in Python");
-        std::optional<props::Shape> pinned;
+        std::optional<checks::Shape> pinned;
         if (!s.at("shape").is_null()) pinned = pinned_shape(s.at("shape")[0].get<std::int64_t>(), s.at("shape")[1].get<std::int64_t>());
         return check_kernel(std::move(adapter), name, checks::ns_config_of(s), s.at("batched").get<bool>(),
                             s.at("max_dim").get<Eigen::Index>(), pinned, checks::run_settings_of(s), only,

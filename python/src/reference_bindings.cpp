@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "arrays.hpp"
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/config_schema.hpp"
 #include "nsv/cost_model.hpp"
@@ -13,7 +13,7 @@
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/render/audit.hpp"
 #include "nsv/render/comparison_json.hpp"
 #include "nsv/render/config_json.hpp"

@@ -30,7 +30,7 @@ import pytest
 import nsverify
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NSV = os.environ.get("NSV_BINARY", os.path.join(ROOT, "build", "tools", "nsv", "nsv"))
+NSV = os.environ.get("NSV_BINARY", os.path.join(ROOT, "build", "cli", "nsv"))
 
 REF = "agrees_with_the_reference_within_its_own_error"
 K3 = "orthogonal_transformations_commute_with_ns_within_rounding"

@@ -23,6 +23,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 NSV = os.environ.get("NSV_BINARY")
+BUILD = pathlib.Path(NSV).resolve().parents[1] if NSV else None  # NSV is <build>/cli/nsv
 pytestmark = pytest.mark.skipif(not NSV, reason="NSV_BINARY (the nsv executable) not set: run through ctest")
 
 # (regular expression matched at the start of a command, why it is not run here)
@@ -75,8 +76,7 @@ def commands(text):
 
 
 def skip_reason(command):
-    if "./properties/nsv_properties" in command and not (pathlib.Path(NSV or "/").resolve().parents[2] / "properties" /
-                                                         "nsv_properties").is_file():
+    if "./properties/nsv_properties" in command and not (BUILD and (BUILD / "properties" / "nsv_properties").is_file()):
         return "the property executables are not built in this build folder"
     for pattern, reason in SKIPPED:
         if re.match(pattern, command):
@@ -88,10 +88,9 @@ def skip_reason(command):
 def scratch(tmp_path_factory):
     """A folder that looks like the repository root to README's commands, with their inputs made."""
     d = tmp_path_factory.mktemp("readme")
-    build = pathlib.Path(NSV).resolve().parents[2]
     for name in ("fixtures", "tools", "examples", "python", "properties"):
         (d / name).symlink_to(ROOT / name)
-    (d / "build").symlink_to(build)
+    (d / "build").symlink_to(BUILD)
     rng = np.random.default_rng(29)
     np.save(d / "G.npy", rng.standard_normal((256, 512)).astype(np.float32))
     np.save(d / "q_grad.npy", rng.standard_normal((512, 256)).astype(np.float32))

@@ -222,6 +222,12 @@ def test_single_device_muon_per_shard_fails_and_is_diagnosed_per_shard_ns():
     # the elementwise parts are untouched by the sharding: the norms (AdamW, replicated) do not fail, so the
     # shrunk case reported holds the TP-split matrices alone
     assert set(result.diagnosis) == {p.name for p in params if p.split is not None}, str(result)
+    # each row of the table shows its own parameter's weight-change differences, step by step
+    rows = result.table().splitlines()[2:]
+    assert len(rows) == len(result.parameters) >= 2, result.table()
+    for p, row in zip(result.parameters, rows):
+        own = ["-" if r["rel_diff"] is None else f"{r['rel_diff']:.2g}" for r in result.records if r["param"] == p["name"]]
+        assert own and row.startswith(p["name"]) and f"  {' '.join(own)}  " in row, (p["name"], own, row)
     # replay reruns exactly the reported (shrunk) case: the failing parameters, up to the failing step
     again = nt.check_optimizer(single_device_muon, params, tp=2, steps=2, grads=seeded_gradients, replay=result.replay)
     assert not again and [r["rel_diff"] for r in again.records] == [r["rel_diff"] for r in result.records]
@@ -284,3 +290,18 @@ def test_from_config_splits_as_nsv_audit(tmp_path):
             p = ours[m["name"]]
             widths = list(nsverify.autotp_layout(p.shape[p.split], tp, p.split, p.heads or 0, p.kv_heads or 0).widths)
             assert (p.shape, p.split, widths) == ((m["rows"], m["cols"]), m["split_axis"], m["shard_sizes"]), (m, p)
+
+
+def test_the_rounding_claim_holds_where_both_runs_agree_exactly_at_a_zero_bound():
+    """A parameter that stays zero in both runs (zero weights, zero momentum: NS(0) = 0): the TP run's
+    cumulative change equals the reference's and the bound is 0; equal is within the bound, so the claim
+    holds (a correct optimizer with a zero-initialized matrix must not fail)."""
+    from types import SimpleNamespace
+    from nsverify.torch._optimizer_compare import rounding_bound
+    zero = np.zeros((4, 6), np.float32)
+    run = SimpleNamespace(states={t: {"w": {"momentum_buffer": zero}} for t in range(3)},
+                          weights={t: {"w": zero} for t in range(3)})
+    out = rounding_bound(SimpleNamespace(name="w"), None, run, run, 2, (0.0, None),
+                         lambda G, layout, **knobs: {"value": 0.5}, {})
+    assert out["status"] == "holds", out
+    assert [(s["measured"], s["bound"]) for s in out["steps"]] == [(0.0, 0.0), (0.0, 0.0)], out

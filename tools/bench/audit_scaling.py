@@ -93,11 +93,11 @@ def main():
         raise SystemExit(f"audit_scaling.py: --timeout must be at least 1 second, got {a.timeout}")
     sha = regression.commit_of(a.against)
     build_root = pathlib.Path(a.build).resolve()
-    current = build_root / "tools" / "nsv" / "nsv"
+    current = build_root / "cli" / "nsv"
     if not current.exists():
-        raise SystemExit(f"audit_scaling.py: --build {a.build}: no tools/nsv/nsv there; build it first (tools/setup.sh)")
+        raise SystemExit(f"audit_scaling.py: --build {a.build}: no cli/nsv there; build it first (tools/setup.sh)")
     _, earlier_dir = regression.earlier_build(sha, build_root, ["nsv"])
-    builds = {sha[:10]: earlier_dir / "tools" / "nsv" / "nsv", "current": current}
+    builds = {sha[:10]: regression.nsv_binary(earlier_dir), "current": current}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = pathlib.Path(tmp)

@@ -10,13 +10,13 @@
 # Prints and writes OUT (default reports/mpi/sweep_throughput.json): every time, the medians and
 # the ratios one/two (the speedup) and one/ceiling.
 #
-#   tools/bench/mpi_sweep.sh [--repeats 3] [--out FILE] [--nsv build/tools/nsv/nsv] [--shapes LIST]
+#   tools/bench/mpi_sweep.sh [--repeats 3] [--out FILE] [--nsv build/cli/nsv] [--shapes LIST]
 #   (default shapes 512x512,512x1024: about 35 s in one process on this 2-core machine)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 repeats=3
 out="$repo/reports/mpi/sweep_throughput.json"
-NSV="${NSV_BUILD_DIR:-$repo/build}/tools/nsv/nsv"
+NSV="${NSV_BUILD_DIR:-$repo/build}/cli/nsv"
 shapes=512x512,512x1024
 while (($#)); do
   case "$1" in

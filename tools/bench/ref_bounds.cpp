@@ -26,13 +26,13 @@
 namespace {
 
 // S as REF measures it: the reference's own error on g and on two permutations of g, drawn from
-// seed by the properties' own generator (props::sample, as S5's PermutedDraws::sample draws them).
+// seed by the properties' own generator (checks::sample, as S5's PermutedDraws::sample draws them).
 double own_error(const nsv::MatD& g, const nsv::MatD& oracle, const nsv::NsConfig& cfg, std::uint64_t seed) {
-  double s = nsv::rel_diff(nsv::props::ns(g, cfg), oracle);
+  double s = nsv::rel_diff(nsv::checks::ns(g, cfg), oracle);
   for (std::uint64_t k = 0; k < 2; ++k) {
-    const auto rows = nsv::props::sample(nsv::props::permutations(g.rows()), seed + 2 * k);
-    const auto cols = nsv::props::sample(nsv::props::permutations(g.cols()), seed + 2 * k + 1);
-    s = std::max(s, nsv::rel_diff(nsv::props::ns(nsv::props::permuted(g, rows, cols), cfg), nsv::props::permuted(oracle, rows, cols)));
+    const auto rows = nsv::checks::sample(nsv::checks::permutations(g.rows()), seed + 2 * k);
+    const auto cols = nsv::checks::sample(nsv::checks::permutations(g.cols()), seed + 2 * k + 1);
+    s = std::max(s, nsv::rel_diff(nsv::checks::ns(nsv::checks::permuted(g, rows, cols), cfg), nsv::checks::permuted(oracle, rows, cols)));
   }
   return s;
 }
@@ -49,9 +49,9 @@ int main(int argc, char** argv) {
           const nsv::MatD g = nsv::make_matrix(nsv::parse_spectrum(spectrum), rows, cols, static_cast<std::uint64_t>(seed));
           nsv::NsConfig cfg;  // fp32, accumulate fp32, keller x 5: the checker benchmark's configuration
           cfg.kernel = kernel;
-          const nsv::MatD oracle = nsv::props::ns(g, nsv::props::oracle_config(cfg));
-          const double s = own_error(g, oracle, cfg, static_cast<std::uint64_t>(seed)), b = nsv::props::rounding_bound(g, cfg);
-          const double bf16 = nsv::rel_diff(nsv::props::ns(g, nsv::props::with_dtype(cfg, nsv::DType::bf16)), oracle);
+          const nsv::MatD oracle = nsv::checks::ns(g, nsv::checks::oracle_config(cfg));
+          const double s = own_error(g, oracle, cfg, static_cast<std::uint64_t>(seed)), b = nsv::checks::rounding_bound(g, cfg);
+          const double bf16 = nsv::rel_diff(nsv::checks::ns(g, nsv::checks::with_dtype(cfg, nsv::DType::bf16)), oracle);
           std::printf("{\"shape\": \"%ldx%ld\", \"spectrum\": \"%s\", \"kernel\": \"%s\", \"seed\": %d, \"S\": %.4g, \"B\": %.4g, "
                       "\"B_over_S\": %.1f, \"bf16_over_2B\": %.3f}\n",
                       static_cast<long>(rows), static_cast<long>(cols), spectrum, kernel == nsv::Kernel::gram ? "gram" : "standard",

@@ -51,6 +51,13 @@ def build(source, build_dir, targets):
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def nsv_binary(build_dir):
+    """The `nsv` executable of a build folder: cli/nsv, or tools/nsv/nsv in a build of a commit
+    from before the CLI left tools/."""
+    moved = build_dir / "cli" / "nsv"
+    return moved if moved.exists() else build_dir / "tools" / "nsv" / "nsv"
+
+
 def earlier_build(sha, build_root, targets):
     """The earlier commit's worktree and build folder, made on first use."""
     tree = build_root / "regression" / sha[:12] / "src"
@@ -125,8 +132,8 @@ def main():
     build(ROOT, current, targets)
     trees = {sha[:10]: earlier_build(sha, current, targets) for sha in earlier}
     names = list(trees) + ["current"] + (["PyTorch"] if a.torch else [])
-    builds = {name: build_dir / "tools/nsv/nsv" for name, (_, build_dir) in trees.items()}
-    builds["current"] = current / "tools/nsv/nsv"
+    builds = {name: nsv_binary(build_dir) for name, (_, build_dir) in trees.items()}
+    builds["current"] = nsv_binary(current)
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="nsv-regression-") as work:

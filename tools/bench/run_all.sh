@@ -34,7 +34,7 @@ if [ ! -f "$BUILD/build.ninja" ] && [ ! -f "$BUILD/Makefile" ]; then
   cmake -S "$ROOT" -B "$BUILD" -DNSV_WITH_CUDA=OFF -G Ninja
 fi
 cmake --build "$BUILD" --target nsv nsv_bench nsv_peak_memory nsv_products_accuracy nsv_ref_bounds _nsverify
-NSV=$BUILD/tools/nsv/nsv
+NSV=$BUILD/cli/nsv
 BENCH=$BUILD/tools/bench/nsv_bench
 
 export OPENBLAS_NUM_THREADS=1

@@ -51,7 +51,7 @@ import sites  # noqa: E402
 from nsvreport import core, mutation as mutation_report  # noqa: E402  (the renderer of reports/mutation*.md)
 # lib/cuda is built only with a CUDA toolchain: its mutants could not be judged on this machine.
 DEFAULT_EXCLUDED = ["lib/cuda/"]
-SOURCE_FOLDERS = ["lib", "checks", "engine", "render", "tools/nsv"]  # every folder of C++ sources a mutant may live in
+SOURCE_FOLDERS = ["lib", "analysis", "checks", "engine", "render", "cli"]  # every folder of C++ sources a mutant may live in
 
 
 def parse_args() -> argparse.Namespace:
@@ -65,7 +65,7 @@ def parse_args_from(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--sample", type=int, default=150, help="mutants that compile to judge (default 150)")
     p.add_argument("--seed", type=int, default=20261202, help="the sample's seed (default 20261202)")
     p.add_argument("--folders", nargs="+", default=SOURCE_FOLDERS,
-                   help="source folders (default lib checks engine render tools/nsv)")
+                   help="source folders (default " + " ".join(SOURCE_FOLDERS) + ")")
     p.add_argument("--scratch", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "nsv-mutation",
                    help="scratch folder outside the repository (default $TMPDIR/nsv-mutation)")
     p.add_argument("--results", type=Path, default=REPO / "reports/mutation/results.jsonl")
@@ -109,8 +109,7 @@ def shuffled_sites(root: Path, folders: list[str], seed: int) -> list[sites.Site
 
 def commit() -> str:
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "lib", "checks", "engine", "render", "tools/nsv",
-                            "properties", "python"],
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", *SOURCE_FOLDERS, "properties", "python"],
                            capture_output=True, text=True).stdout.strip()
     return (head.stdout.strip() or "unknown") + ("+changes" if dirty else "")
 
@@ -133,7 +132,8 @@ class Scratch:
         listing = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
                                  check=True, capture_output=True).stdout
         self.source = commit()  # what the scratch tree holds from now on: each verdict is stamped with it
-        for name in filter(None, listing.decode("utf-8").split("\0")):
+        names = set(filter(None, listing.decode("utf-8").split("\0")))
+        for name in names:
             source, target = REPO / name, self.tree / name
             if not source.is_file():
                 continue  # deleted in the working tree, still listed by the index
@@ -145,6 +145,12 @@ class Scratch:
         # lists what the repository's does.
         if not (self.tree / ".git").exists():
             subprocess.run(["git", "init", "-q", str(self.tree)], check=True)
+        # A file moved or deleted in the repository goes from the scratch tree too: a stale copy
+        # would still be enumerated as mutation sites and listed by the scratch index.
+        indexed = subprocess.run(["git", "-C", str(self.tree), "ls-files", "-z"], check=True, capture_output=True).stdout
+        for name in filter(None, indexed.decode("utf-8").split("\0")):
+            if name not in names or not (REPO / name).is_file():
+                (self.tree / name).unlink(missing_ok=True)
         subprocess.run(["git", "-C", str(self.tree), "add", "-A"], check=True)
 
     def configure(self) -> None:

@@ -5,7 +5,7 @@
 //                        our own Box-Muller: std::normal_distribution's output is not specified by
 //                        the standard and differs between library implementations); the kinds a
 //                        user names on the command line.
-//   property generators  from RapidCheck's values (properties/generators/matrices.hpp), so that a
+//   property generators  from RapidCheck's values (checks/generators/matrices.hpp), so that a
 //                        counterexample shrinks; every kind but file.
 #include <Eigen/Core>
 #include <cstdint>

@@ -4,7 +4,7 @@
 #include "nsv/per_head.hpp"
 #include "nsv/strategies.hpp"
 #include "operand.hpp"
-#include "../checked.hpp"
+#include "nsv/checked.hpp"
 
 namespace nsv::detail {
 namespace {

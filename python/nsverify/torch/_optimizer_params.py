@@ -94,7 +94,7 @@ class Param:
         groups), k_proj/v_proj (rows, one head per KV group), o_proj (columns, head-aligned), gate_proj/up_proj
         (rows, grain rule), down_proj (columns, grain rule), input_layernorm/post_attention_layernorm (1-D,
         replicated, AdamW). AutoTP splits every attention projection on the model's num_key_value_heads
-        (DeepSpeed tp_shard.py get_shard_size; lib/src/architectures.cpp), the MLP by the grain rule."""
+        (DeepSpeed tp_shard.py get_shard_size; analysis/src/architectures.cpp), the MLP by the grain rule."""
         if isinstance(model_config, (str, os.PathLike)):
             with open(model_config) as f:
                 model_config = json.load(f)

@@ -88,4 +88,4 @@ def test_the_package_has_python_sites_and_the_cpp_enumeration_is_unchanged():
     python = sites.all_sites(root, ["python/nsverify"], [])
     assert len(python) > 500 and {s.operator for s in python} >= {"ROR", "AOR", "LCR", "NEG", "CRP", "SDL", "BOL"}
     assert all(s.path.endswith(".py") for s in python)
-    assert not any(s.path.endswith(".py") for s in sites.all_sites(root, ["lib", "tools/nsv"], ["lib/cuda/"]))
+    assert not any(s.path.endswith(".py") for s in sites.all_sites(root, ["lib", "cli"], ["lib/cuda/"]))

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "nsv/config_schema.hpp"
+#include "nsv/matrix.hpp"
 
 namespace nsv::engine {
 
@@ -41,6 +42,18 @@ struct AmplificationRow {
   double kernel_err_standard = 0, kernel_err_gram = 0;  // fp32 vs fp64, divided by grad_rel
 };
 
+// One input's two gradients: G (spectrum `spectrum` of the spec's list, `seed`) split into tp
+// fp32 partial gradients (G / tp plus noise of 0.5 rms each, the last the rest), all-reduced in
+// rank order and in reverse order.
+struct AmplificationInputs {
+  MatD g;
+  std::vector<MatF> parts;
+  MatD rank_order, reverse_order;
+};
+AmplificationInputs amplification_inputs(const AmplificationSpec&, std::size_t spectrum, int seed);
+
+// Rows in the order spectrum, seed, axis, steps. tp >= 3: at tp = 2 the two orders add the same
+// two terms (a + b == b + a), so the gradients would not differ and every ratio would be 0 / 0.
 std::vector<AmplificationRow> run_amplification(const AmplificationSpec&);
 std::vector<std::string> amplification_header();
 std::vector<std::string> amplification_fields(const AmplificationSpec&, const AmplificationRow&);

@@ -1,11 +1,11 @@
 #pragma once
-// An audit (nsv/audit.hpp) in words: the JSON of schema nsv.audit/1, markdown for reports,
+// An audit (nsv/analysis/audit.hpp) in words: the JSON of schema nsv.audit/1, markdown for reports,
 // terminal text, and the sentences each of them carries (one place for the words).
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 
 namespace nsv {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "nsv/diagnose.hpp"
+#include "nsv/analysis/diagnose.hpp"
 
 namespace nsv {
 

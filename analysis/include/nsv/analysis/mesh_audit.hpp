@@ -19,7 +19,7 @@
 
 #include "nsv/cost_model.hpp"
 #include "nsv/mesh_strategies.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 
 namespace nsv {
 

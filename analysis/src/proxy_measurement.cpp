@@ -1,6 +1,6 @@
-// The measured divergence of the `shard` path (nsv/proxy_measurement.hpp): on the matrix's own
+// The measured divergence of the `shard` path (nsv/analysis/proxy_measurement.hpp): on the matrix's own
 // shape, or on a scaled-down proxy with the full-size distribution of normalized singular values.
-#include "nsv/proxy_measurement.hpp"
+#include "nsv/analysis/proxy_measurement.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 #pragma once
 // The bounds `nsv diagnose` judges a run by, each derived next to its code (diagnose_bounds.cpp),
-// in the style of properties/tolerances.hpp.
+// in the style of checks/tolerances.hpp.
 #include "nsv/dtype.hpp"
 #include "nsv/matrix.hpp"
 

@@ -2,7 +2,7 @@
 // The stages of run_audit (audit.cpp): one matrix, the plans over a step, the findings.
 #include <vector>
 
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 
 namespace nsv::audit_stages {
 

@@ -1,6 +1,6 @@
 // audit_mesh (mesh_audit.hpp): every mesh strategy planned for every Muon matrix of a layer, the
 // step totals, and the owner-over-DP load balance under both assignments.
-#include "nsv/mesh_audit.hpp"
+#include "nsv/analysis/mesh_audit.hpp"
 
 #include <algorithm>
 #include <numeric>

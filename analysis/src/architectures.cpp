@@ -10,12 +10,12 @@
 //     (LinearLayer, dim 0, :406-415), fused q/k/v names through fused_LinearLayer (:411-413,
 //     fusedqkv_utils.py:18-26).
 //   - skipped, so every rank holds the whole matrix: MoE routers (auto_tp.py:375-377).
-#include "nsv/architectures.hpp"
+#include "nsv/analysis/architectures.hpp"
 
 #include <stdexcept>
 
 #include "config_reader.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 
 namespace nsv {
 namespace {

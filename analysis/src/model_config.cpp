@@ -1,11 +1,11 @@
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
-#include "checked.hpp"
+#include "nsv/checked.hpp"
 #include "config_reader.hpp"
 #include "nsv/input_file.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // Hugging Face config.json of a decoder that `nsv audit` knows (SPEC §2.1, §6 `nsv audit`): one
-// family record each (nsv/architectures.hpp: Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma-2,
+// family record each (nsv/analysis/architectures.hpp: Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma-2,
 // Phi-3, Falcon, Mixtral, Qwen2-MoE, GPT-BigCode). The family is found from "architectures" (its
 // first entry) or "model_type"; both must agree when both are present.
 //
@@ -25,7 +25,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "nsv/architectures.hpp"
+#include "nsv/analysis/architectures.hpp"
 #include "nsv/model.hpp"
 
 namespace nsv {

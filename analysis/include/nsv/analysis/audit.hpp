@@ -1,6 +1,6 @@
 #pragma once
 // `nsv audit`: what tensor parallelism does to Muon for a Hugging Face model of a known family
-// (SPEC §6; the families: nsv/architectures.hpp). For each Muon matrix of a decoder layer: its
+// (SPEC §6; the families: nsv/analysis/architectures.hpp). For each Muon matrix of a decoder layer: its
 // AutoTP role and shard sizes (a fused matrix per sub-matrix), which strategies are exact for it
 // under each target semantics, what each strategy costs on each rank (cost_model.hpp), for routed
 // experts also expert parallelism, optionally the measured divergence of today's `shard` path
@@ -20,9 +20,9 @@
 #include "nsv/backend.hpp"
 #include "nsv/cost_model.hpp"
 #include "nsv/layout.hpp"
-#include "nsv/mesh_audit.hpp"
-#include "nsv/model_config.hpp"
-#include "nsv/proxy_measurement.hpp"
+#include "nsv/analysis/mesh_audit.hpp"
+#include "nsv/analysis/model_config.hpp"
+#include "nsv/analysis/proxy_measurement.hpp"
 #include "nsv/strategies.hpp"
 #include "nsv/strategy.hpp"
 

@@ -1,7 +1,7 @@
 // run_audit: every Muon matrix of a layer (audit_strategy.cpp), measured when asked
 // (proxy_measurement.cpp), the plans over an optimizer step (audit_totals.cpp) and the findings
 // (audit_findings.cpp).
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 
 #include <memory>
 #include <string>

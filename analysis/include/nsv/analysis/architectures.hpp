@@ -1,6 +1,6 @@
 #pragma once
 // One record per architecture family that `nsv audit` reads (the table is in
-// lib/src/architectures.cpp, each record with the DeepSpeed source lines of its AutoTP rule):
+// analysis/src/architectures.cpp, each record with the DeepSpeed source lines of its AutoTP rule):
 // the config.json names it answers to, the family's own config fields, the Muon matrices of one
 // decoder layer with their roles, split axes, fused layouts and head structure, its non-Muon
 // parameters, and what today's DeepSpeed does with its routed experts.

@@ -7,11 +7,11 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "nsv/diagnose.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/diagnose.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/render/diagnosis.hpp"
-#include "nsv/run_dump.hpp"
+#include "nsv/analysis/run_dump.hpp"
 
 namespace nsv::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "audit_stages.hpp"
-#include "checked.hpp"
+#include "nsv/checked.hpp"
 #include "nsv/muon.hpp"
 
 namespace nsv {

@@ -1,4 +1,4 @@
-#include "nsv/diagnose.hpp"
+#include "nsv/analysis/diagnose.hpp"
 
 #include <algorithm>
 #include <map>
@@ -9,7 +9,7 @@
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
 #include "nsv/metrics.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 
 namespace nsv {
 namespace {

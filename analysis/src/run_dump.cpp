@@ -1,4 +1,4 @@
-#include "nsv/run_dump.hpp"
+#include "nsv/analysis/run_dump.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 
 #include "nsv/invalid_field.hpp"
 #include "nsv/layout.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/npy.hpp"
 #include "nsv/safetensors.hpp"
 

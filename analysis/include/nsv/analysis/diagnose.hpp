@@ -2,7 +2,7 @@
 // Diagnosing a training run from its tensor dumps (`nsv diagnose`): per Muon matrix, how far the
 // tp = N update is from the tp = 1 update, which semantics each one computed, and whether the
 // run is tp-invariant within a derived bound. The library computes the figures; front ends word
-// them (tools/nsv/cmd_diagnose.cpp).
+// them (cli/cmd_diagnose.cpp).
 //
 // For each matrix the candidate's shards are reassembled with AutoTP's layout, its gradients
 // compared with the reference's, and its update u = -(delta + lr wd w) / lr (delta = w_after -
@@ -20,7 +20,7 @@
 #include "nsv/backend.hpp"
 #include "nsv/model.hpp"
 #include "nsv/muon.hpp"
-#include "nsv/run_dump.hpp"
+#include "nsv/analysis/run_dump.hpp"
 #include "nsv/semantics.hpp"
 
 namespace nsv {
@@ -78,7 +78,7 @@ struct Diagnosis {
   std::vector<std::string> skipped;            // tensors that are not decoder-layer matrices
 };
 
-// The derivations of the two bounds (lib/src/diagnose_bounds.cpp), for machine-readable output.
+// The derivations of the two bounds (analysis/src/diagnose_bounds.cpp), for machine-readable output.
 extern const std::string_view kMatchBoundDerivation;
 extern const std::string_view kInvarianceBoundDerivation;
 

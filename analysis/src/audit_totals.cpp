@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "audit_stages.hpp"
-#include "checked.hpp"
+#include "nsv/checked.hpp"
 
 namespace nsv {
 

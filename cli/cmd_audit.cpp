@@ -8,11 +8,11 @@
 #include "cli_checks.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "nsv/audit.hpp"
+#include "nsv/analysis/audit.hpp"
 #include "nsv/backend.hpp"
 #include "nsv/config_schema.hpp"
 #include "nsv/engine/progress.hpp"
-#include "nsv/model_config.hpp"
+#include "nsv/analysis/model_config.hpp"
 #include "nsv/render/audit.hpp"
 
 namespace nsv::cli {

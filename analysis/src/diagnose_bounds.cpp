@@ -1,6 +1,6 @@
 #include "diagnose_bounds.hpp"
 
-#include "nsv/diagnose.hpp"
+#include "nsv/analysis/diagnose.hpp"
 
 #include <cmath>
 
@@ -33,7 +33,7 @@ const std::string_view kMatchBoundDerivation =
     "3 e_own + e_delta + u32. The run's kernel and ours perform the same operations in fp32 with "
     "sums in different orders: two draws of one rounding-noise process around the fp64 map. Ours "
     "lies e_own from it (measured on this input against our fp64 run of the same semantics); the "
-    "run's lies within 2 e_own (the factor 2 of the golden_fp32 row of properties/tolerances.hpp, "
+    "run's lies within 2 e_own (the factor 2 of the golden_fp32 row of checks/tolerances.hpp, "
     "which measured DeepSpeed's distance at 0.43..1.44 x ours), so the two lie within 3 e_own of "
     "each other. e_delta bounds the rounding of w_after - w_before (delta_rounding), u32 the one "
     "fp32 product by the aspect scale. Inputs are the run's own dumped gradient and momentum, so "

@@ -5,7 +5,7 @@
 // Accepted naming (README, "Diagnosing a training run"):
 //   tensor name  PARAM[.KIND][.rankR]
 //     PARAM  a Hugging Face parameter name of one of the model's Muon matrices, named as its
-//            architecture family names it (nsv/architectures.hpp): any prefix, `layers.L.` (or
+//            architecture family names it (nsv/analysis/architectures.hpp): any prefix, `layers.L.` (or
 //            GPT-style `h.L.`), any prefix, the family's matrix name, `.weight` optional:
 //            model.layers.0.self_attn.q_proj.weight, layers.0.mlp.down_proj,
 //            model.layers.0.self_attn.qkv_proj.weight (Phi-3),
