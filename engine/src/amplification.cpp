@@ -80,10 +80,14 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
       for (int axis : spec.axes)
         for (int k = 1; k <= spec.max_steps; ++k) jobs.push_back({s, seed, axis, k});
 
-  // Inputs first (shared by every job of a spectrum and seed).
-  std::vector<AmplificationInputs> inputs;
+  // Inputs first (shared by every job of a spectrum and seed): only the two gradients are kept.
+  std::vector<MatD> g_rank, g_rev;
   for (std::size_t s = 0; s < spec.spectra.size(); ++s)
-    for (int seed = 0; seed < spec.seeds; ++seed) inputs.push_back(amplification_inputs(spec, s, seed));
+    for (int seed = 0; seed < spec.seeds; ++seed) {
+      AmplificationInputs in = amplification_inputs(spec, s, seed);
+      g_rank.push_back(std::move(in.rank_order));
+      g_rev.push_back(std::move(in.reverse_order));
+    }
 
   const auto backend = make_cpu_backend();
   const CoeffSchedule schedule = resolve_schedule(spec.coeffs);
@@ -91,8 +95,8 @@ std::vector<AmplificationRow> run_amplification(const AmplificationSpec& spec) {
   run_parallel_jobs(jobs.size(), spec.threads, "amplification study", spec.progress, [&](std::size_t j) {
     const Job& job = jobs[j];
     const std::size_t at = job.spectrum * static_cast<std::size_t>(spec.seeds) + static_cast<std::size_t>(job.seed);
-    const MatD& ga = inputs[at].rank_order;
-    const MatD& gb = inputs[at].reverse_order;
+    const MatD& ga = g_rank[at];
+    const MatD& gb = g_rev[at];
     AmplificationRow r;
     r.spectrum = spec.spectra[job.spectrum];
     r.seed = job.seed;
