@@ -21,7 +21,6 @@ own Llama config, and TinyLlama-1.1B's layer downsized by 4: one check at its re
         [--render-only] [--real-dims]
 """
 
-import argparse
 import json
 import pathlib
 import sys
@@ -201,14 +200,11 @@ def dumps(data):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "reports" / "optimizers"))
-    ap.add_argument("--render-only", action="store_true", help="re-render README.md from optimizers.json")
+    ap = core.writer_parser(__doc__, "optimizers", "optimizers.json")
     ap.add_argument("--real-dims", action="store_true",
                     help="the seed's figure on TinyLlama-1.1B's real layer too (over 5 minutes on 2 cores)")
     args = ap.parse_args()
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = core.output_folder(args)
     if not args.render_only:
         import nsverify
         import torch

@@ -14,7 +14,6 @@ bf16), run when torch imports: a finding about a real implementation, reported a
     PYTHONPATH=build/python /usr/bin/python3 tools/report/python_checks_report.py [--out reports/python] [--render-only]
 """
 
-import argparse
 import json
 import pathlib
 import sys
@@ -77,12 +76,9 @@ def deepspeed_section(nsverify):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "reports" / "python"))
-    ap.add_argument("--render-only", action="store_true", help="re-render README.md from results.json")
+    ap = core.writer_parser(__doc__, "python", "results.json")
     args = ap.parse_args()
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = core.output_folder(args)
     if not args.render_only:
         import nsverify
         warnings.filterwarnings("ignore", category=RuntimeWarning)  # K8's NaN/Inf inputs, on purpose

@@ -17,7 +17,6 @@ examples/torch_public_ns.py in bf16 and fp32, every property. tools/report.sh ru
     PYTHONPATH=build/python /usr/bin/python3 tools/report/torch_checks_report.py [--out reports/torch] [--render-only]
 """
 
-import argparse
 import json
 import os
 import pathlib
@@ -197,12 +196,9 @@ def public_section():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "reports" / "torch"))
-    ap.add_argument("--render-only", action="store_true", help="re-render README.md from results.json")
+    ap = core.writer_parser(__doc__, "torch", "results.json")
     args = ap.parse_args()
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = core.output_folder(args)
     if not args.render_only:
         import nsverify
         warnings.filterwarnings("ignore", category=RuntimeWarning)  # K8's NaN/Inf inputs, on purpose

@@ -7,9 +7,11 @@ with its own format string, so a number is written the same way in every documen
 given None writes "n/a" (a figure that was not measured).
 """
 
+import argparse
 import datetime
 import functools
 import os
+import pathlib
 import sys
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -148,3 +150,19 @@ def today():
     if epoch:
         return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).date().isoformat()
     return datetime.date.today().isoformat()
+
+
+def writer_parser(doc, folder, data_file):
+    """The command line every check report's writer shares: --out (default reports/FOLDER) and
+    --render-only (README.md from DATA_FILE, no check run); a writer adds its own options to it."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(REPO, "reports", folder))
+    ap.add_argument("--render-only", action="store_true", help=f"re-render README.md from {data_file}")
+    return ap
+
+
+def output_folder(args):
+    """--out as a folder, made if missing."""
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
