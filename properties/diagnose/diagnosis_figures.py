@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The diagnosis figures report.json shows (its "diagnosis" section: `nsv diagnose` on every run of
 fixtures/runs), each recomputed here from the dumped tensors with numpy, an implementation that
-shares nothing with the library's (analysis/src/diagnose.cpp):
+shares nothing with the library's (analysis/src/diagnose.cpp) but Newton-Schulz itself:
 
   - each parameter's geometry: rows and cols of the weight, AutoTP's split axis by the matrix's role
     (q/k/v/gate/up column-parallel: rows; o/down row-parallel: cols), tp equal shard widths;
@@ -15,13 +15,25 @@ shares nothing with the library's (analysis/src/diagnose.cpp):
     tp_invariant = ||u_cand - u_ref|| / ||u_ref|| <= invariance_bound, the updates recovered as
     u = -(delta + lr wd w) / lr.
 
+  - each fit's rel_diff (the run's update against the semantics recomputed from the run's own
+    gradient and momentum) and own_error (that recomputation in fp32 against the same in fp64), and
+    each parameter's input_difference (the two runs' fp64 recomputations of the reference's match),
+    with the semantics composed here: Nesterov's blend lerp(g, m, beta) as PyTorch's fused lerp,
+    fmadd(beta - 1, m - g, m) rounded once to fp32 (emulated exactly in fp64, below); the shards of
+    AutoTP's equal split, each head block of head_dim rows (q/k/v) for per-head NS; Muon's scale
+    sqrt(max(1, rows / cols)) of the whole matrix's or the shard's shape, an fp32 product (the fp64
+    recomputation is stored as fp32 before it, as the library stores every update); the set of
+    semantics each parameter must have (per-head only where heads lie along the rows); and
+    same_bits_as. Only Newton-Schulz itself is the library's (nsverify.ns, the reference kernel,
+    checked against float64 and the SVD by its own catalogue): everything around it is numpy.
+
 Tolerances: numpy and the library evaluate the same fp64 formulas in other orders. Each norm or dot
 product over n terms is within gamma_n ~ n u64 of exact, relative, so a quotient of two of them
 within (2n + 4) u64 and a product of three (cosine) within (3n + 6) u64; allowed: 4 (n + 2) u64 on
 every figure, relative (max |a - b| and the bits compare exactly: a difference of two fp32 values
-is exact in fp64 when their exponents are close, as they are here). What this does not recompute:
-each fit's rel_diff and own_error and the input_difference, which need the semantics recomputed
-by the reference (the diagnose_runs properties check the verdicts they give).
+is exact in fp64 when their exponents are close, as they are here). The recomputed semantics are
+the library's to the bit (the same fp32 operations on the same values), so their rel_diffs take the
+same tolerance.
 
   diagnosis_figures.py REPORT_JSON FIXTURE_RUNS_DIR [--negative-control]
 """
@@ -32,6 +44,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+import nsverify
 
 U32 = 2.0 ** -24
 U64 = 2.0 ** -53
@@ -100,6 +114,90 @@ def delta_rounding(delta, weight, wd):
     return 0.0 if d == 0 else U32 * ((2.0 if wd > 0 else 1.0) * np.linalg.norm(weight) / d + 3.0)
 
 
+def fma_fp32(a, b, c):
+    """fp32 fmadd(a, b, c) of fp32 arrays, rounded once: a * b is exact in fp64 (24 + 24 bits), s = a * b + c
+    rounds to fp64 with the error e (TwoSum, exact), and s to fp32 rounds once more. That second rounding
+    differs from the single one only where s lies exactly halfway between two fp32 values and e != 0:
+    the exact sum then lies on e's side of the midpoint."""
+    p, c = a.astype(np.float64) * b.astype(np.float64), c.astype(np.float64)
+    s = p + c
+    bb = s - p
+    e = (p - (s - bb)) + (c - bb)
+    r = s.astype(np.float32)
+    r64 = r.astype(np.float64)
+    toward = np.nextafter(r, np.where(s > r64, np.float32(np.inf), np.float32(-np.inf))).astype(np.float64)
+    tie = (s != r64) & (np.abs(s - r64) == np.abs(toward - s))
+    return np.where(tie & (e != 0) & (np.sign(e) == np.sign(toward - s)), toward.astype(np.float32), r)
+
+
+def check_fma_emulation():
+    """A case where rounding twice differs from rounding once: a b = 2^-24 - 2^-60 (a, b = 2^-12 (1 -+ 2^-18)),
+    c = 1 + 2^-23. The sum rounds to fp64 as the fp32 midpoint 1 + 2^-23 + 2^-24, which ties to even,
+    1 + 2^-22; the exact sum lies below the midpoint, so fmadd gives 1 + 2^-23."""
+    a, b = np.float32(2.0 ** -12 * (1 - 2.0 ** -18)), np.float32(2.0 ** -12 * (1 + 2.0 ** -18))
+    got = fma_fp32(np.array([a]), np.array([b]), np.array([np.float32(1 + 2.0 ** -23)]))[0]
+    if got != np.float32(1 + 2.0 ** -23):
+        raise SystemExit(f"fma_fp32 rounds twice: {got!r}, expected 1 + 2^-23")
+
+
+def nesterov_blend(grad, momentum, beta):
+    """PyTorch's grad.lerp(momentum, beta) in fp32 (beta >= 0.5: fmadd(beta - 1, momentum - grad, momentum))."""
+    if beta < 0.5:
+        raise SystemExit(f"momentum {beta}: this check composes PyTorch's lerp for beta >= 0.5 only")
+    g, m = grad.astype(np.float32), momentum.astype(np.float32)
+    return fma_fp32(np.full(g.shape, np.float32(beta) - np.float32(1)), m - g, m)
+
+
+def muon_scale(rows, cols):
+    return np.float32(np.sqrt(rows / cols)) if rows > cols else None
+
+
+def scaled(x32, rows, cols):
+    """The NS result stored as fp32, times Muon's scale of a rows x cols shape as an fp32 product."""
+    s = muon_scale(rows, cols)
+    return x32 if s is None else x32 * s
+
+
+def semantics_updates(blend, axis, tp, head_dim, ns_knobs, dtype):
+    """{semantics key: the whole update (fp32 values as float64)} of every semantics of a Muon update on
+    AutoTP's equal split into tp shards along axis, NS in `dtype`."""
+    ns = lambda x: np.asarray(nsverify.ns(x, **dict(ns_knobs, dtype=dtype)), dtype=np.float64).astype(np.float32)
+    rows, cols = blend.shape
+    shards = np.split(blend, tp, axis=axis)
+    whole = ns(blend)
+    whole_shards = np.split(whole, tp, axis=axis)
+    per_shard = [ns(s) for s in shards]
+    out = {
+        "whole": scaled(whole, rows, cols),
+        "per_shard": np.concatenate([scaled(u, *s.shape) for u, s in zip(per_shard, shards)], axis=axis),
+        "per_shard_global_scale": np.concatenate([scaled(u, rows, cols) for u in per_shard], axis=axis),
+        "whole_local_scale": np.concatenate([scaled(u, *s.shape) for u, s in zip(whole_shards, shards)], axis=axis),
+    }
+    if head_dim:  # no scale: DeepSpeed's muon_update with heads scales no head block
+        out["per_head"] = np.concatenate([ns(blend[h:h + head_dim]) for h in range(0, rows, head_dim)], axis=0)
+    return {key: u.astype(np.float64) for key, u in out.items()}
+
+
+def rel_diff(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+def check_fits(problems, where, verdict, observed, u32, u64, n):
+    """Each fit's rel_diff and own_error against the semantics recomputed here; the set of semantics; same_bits_as."""
+    keys = [f["semantics"] for f in verdict["fits"]]
+    if sorted(keys) != sorted(u32):
+        problems.append(f"{where}.fits: semantics {keys}, expected {sorted(u32)}")
+        return
+    for i, fit in enumerate(verdict["fits"]):
+        key = fit["semantics"]
+        for figure, want in (("rel_diff", rel_diff(observed, u32[key])), ("own_error", rel_diff(u32[key], u64[key]))):
+            if not close(fit[figure], want, n):
+                problems.append(f"{where}.fits[{key}].{figure}: report {fit[figure]!r}, recomputed {want!r}")
+        same = [earlier for earlier in keys[:i] if np.array_equal(u32[earlier], u32[key])]
+        if fit["same_bits_as"] != same:
+            problems.append(f"{where}.fits[{key}].same_bits_as: report {fit['same_bits_as']}, recomputed {same}")
+
+
 def check_run(problems, where, verdict, delta, weight, wd, n):
     want = delta_rounding(delta, weight, wd)
     if not close(verdict["delta_rounding"], want, n):
@@ -114,8 +212,11 @@ def check_run(problems, where, verdict, delta, weight, wd, n):
 
 def problems_of(report, runs):
     problems, checked = [], 0
+    check_fma_emulation()
     meta = json.loads((runs / "runs.json").read_text())
-    lr, wd = meta["muon"]["lr"], meta["muon"]["wd"]
+    lr, wd, beta = meta["muon"]["lr"], meta["muon"]["wd"], meta["muon"]["momentum"]
+    if not meta["muon"]["nesterov"]:
+        raise SystemExit(f"{runs / 'runs.json'}: runs without Nesterov: this check composes Nesterov's blend only")
     ref = {kind: read_safetensors(runs / "reference" / f"{kind}.safetensors") for kind in ("grad", "momentum", "weight", "delta")}
     cases = report["diagnosis"]["cases"]
     if not cases:
@@ -144,7 +245,20 @@ def problems_of(report, runs):
             check_comparison(problems, where + ".update", p["update"], comparison(cand["delta"], ref["delta"][name]), n)
             check_run(problems, where + ".reference", p["reference"], ref["delta"][name], w_ref, wd, n)
             check_run(problems, where + ".candidate", p["candidate"], cand["delta"], cand["weight"], wd, n)
+            knobs = {k: d["ns"][k] for k in ("kernel", "steps", "accumulate", "products")}
+            head_dim = meta["model"]["head_dim"] if name.split(".")[-2] in ("q_proj", "k_proj", "v_proj") else 0
+            recomputed = {}
+            for side, run_tp, inputs, delta, weight in (("reference", 1, {k: ref[k][name] for k in ("grad", "momentum")},
+                                                          ref["delta"][name], w_ref),
+                                                         ("candidate", tp, cand, cand["delta"], cand["weight"])):
+                blend = nesterov_blend(inputs["grad"], inputs["momentum"], beta)
+                u32, u64 = (semantics_updates(blend, axis, run_tp, head_dim, knobs, dtype) for dtype in ("fp32", "fp64"))
+                check_fits(problems, f"{where}.{side}", p[side], -(delta + lr * wd * weight) / lr, u32, u64, n)
+                recomputed[side] = u64
             semantics = p["reference"].get("match") or "whole"
+            want = rel_diff(recomputed["candidate"][semantics], recomputed["reference"][semantics])
+            if not close(p["input_difference"], want, n):
+                problems.append(f"{where}.input_difference: report {p['input_difference']!r}, recomputed {want!r}")
             bounds = [next(f["bound"] for f in p[side]["fits"] if f["semantics"] == semantics) for side in ("reference", "candidate")]
             invariance = p["input_difference"] + bounds[0] + bounds[1]
             if not close(p["invariance_bound"], invariance, 4):
@@ -175,6 +289,10 @@ def perturbations(report):
         (p0 + ("first_step",), lambda v: not v),
         (p0 + ("candidate", "delta_rounding"), lambda v: v * 1.01),
         (p0 + ("reference", "fits", 0, "bound"), lambda v: v * 1.01),
+        (p0 + ("reference", "fits", 0, "rel_diff"), lambda v: v * (1 + 1e-6)),
+        (p0 + ("candidate", "fits", 2, "own_error"), lambda v: v * (1 + 1e-6)),
+        (p0 + ("candidate", "fits", 3, "same_bits_as"), lambda v: []),
+        (p0 + ("input_difference",), lambda v: v * (1 + 1e-6)),
         (p0 + ("candidate", "fits", 0, "within"), lambda v: not v),
         (p0 + ("invariance_bound",), lambda v: v * 1.01),
         (p0 + ("tp_invariant",), lambda v: not v),
