@@ -185,6 +185,46 @@ def test_shims_keep_the_old_script_paths(tmp_path):
     assert out.returncode == 0 and "0 difference(s)" in out.stdout, out.stdout + out.stderr
 
 
+def compare(old, new):
+    return subprocess.run([sys.executable, str(REPO / "tools" / "report"), "compare", str(old), str(new)],
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("folder, results", [("python", "results.json"), ("torch", "results.json"),
+                                             ("optimizers", "optimizers.json")])
+def test_compare_check_reports_names_a_changed_verdict_and_ignores_timings(folder, results, tmp_path):
+    doc = json.loads((REPORTS / folder / results).read_text())
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / results).write_text(json.dumps(doc))
+    same = compare(REPORTS / folder, tmp_path / "old")
+    assert same.returncode == 0 and "every verdict and status equal" in same.stdout, same.stdout + same.stderr
+
+    def first_result(node):  # the first check result of the document: a dict with a verdict
+        if isinstance(node, dict):
+            return node if "verdict" in node else next(filter(None, map(first_result, node.values())), None)
+        return next(filter(None, map(first_result, node)), None) if isinstance(node, list) else None
+    doc["seconds"] = 1e6  # a timing: no difference
+    (tmp_path / "timed").mkdir()
+    (tmp_path / "timed" / results).write_text(json.dumps(doc))
+    timed = compare(REPORTS / folder, tmp_path / "timed")
+    assert timed.returncode == 0, timed.stdout
+    result = first_result(doc)
+    result["verdict"] = "FAIL" if result["verdict"] != "FAIL" else "PASS"
+    (tmp_path / "changed").mkdir()
+    (tmp_path / "changed" / results).write_text(json.dumps(doc))
+    changed = compare(REPORTS / folder, tmp_path / "changed")
+    assert changed.returncode == 1 and "1 verdict(s) or status(es) differ" in changed.stdout, changed.stdout
+    assert ".verdict: " in changed.stdout and "(a verdict or status)" in changed.stdout, changed.stdout
+
+
+def test_compare_refuses_a_missing_folder_and_names_a_missing_file(tmp_path):
+    missing = compare(REPORTS, tmp_path / "nowhere")
+    assert missing.returncode == 2 and "no such folder" in missing.stderr, missing.stdout + missing.stderr
+    empty = compare(REPORTS, tmp_path)
+    assert empty.returncode == 1 and "sweep.csv: only in OLD" in empty.stdout and "report.json: only in OLD" in empty.stdout, \
+        empty.stdout
+
+
 @pytest.mark.parametrize("command", ["readme", "figures", "performance", "mpi", "python", "optimizers", "mutation",
                                      "compare"])
 def test_every_command_has_help(command):
