@@ -125,10 +125,10 @@ class Scratch:
         self.logs.mkdir(parents=True, exist_ok=True)
 
     def sync(self) -> None:
-        """Copies the tracked and untracked files whose content differs from the scratch
-        tree's. A copied file gets a new modification time, so the build recompiles it, also
-        a file an interrupted run left mutated; an unchanged file keeps its time and its
-        objects."""
+        """Copies the tracked and untracked files whose content or mode differs from the
+        scratch tree's (the gate runs scripts of the tree, e.g. README's `tools/mutation/sample.py`).
+        A copied file gets a new modification time, so the build recompiles it, also a file an
+        interrupted run left mutated; an unchanged file keeps its time and its objects."""
         listing = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
                                  check=True, capture_output=True).stdout
         self.source = commit()  # what the scratch tree holds from now on: each verdict is stamped with it
@@ -138,9 +138,12 @@ class Scratch:
             if not source.is_file():
                 continue  # deleted in the working tree, still listed by the index
             if target.is_file() and target.read_bytes() == source.read_bytes():
+                if target.stat().st_mode != source.stat().st_mode:
+                    shutil.copymode(source, target)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
+            shutil.copymode(source, target)
         # The gate has tests of a checkout (`git ls-files reports`): the scratch tree's index
         # lists what the repository's does.
         if not (self.tree / ".git").exists():
