@@ -43,6 +43,7 @@ struct NsCommand {
       result = engine->newton_schulz(batch, cfg);
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
+    const std::vector<double> run_seconds = seconds;  // in run order, for --json
     std::sort(seconds.begin(), seconds.end());
     const double median = seconds[seconds.size() / 2];
     std::uint64_t flops = 0;
@@ -63,7 +64,7 @@ struct NsCommand {
       else write_npy(output, result, wide);
     }
     nlohmann::json j = config_json(cfg);
-    j.update({{"shape", shape}, {"backend", engine->name()}, {"repeat", repeat}, {"seconds", median}, {"flops", flops},
+    j.update({{"shape", shape}, {"backend", engine->name()}, {"repeat", repeat}, {"seconds", median}, {"run_seconds", run_seconds}, {"flops", flops},
               {"gflops", flops / median / 1e9}, {"output_norm", std::sqrt(norm2)}, {"finite", finite}, {"output", output}});
     if (json) {
       std::printf("%s\n", j.dump(2).c_str());
@@ -86,7 +87,7 @@ void add_ns_command(CLI::App& app) {
   cmd_state->ns.add_to(*cmd);
   cmd->add_option("--input", cmd_state->input, "input matrix, .npy float32/float64 C order")->required()->check(CLI::ExistingFile);
   cmd->add_option("--output", cmd_state->output, "write the result here (.npy; float64 for --dtype fp64, else float32)");
-  cmd->add_option("--repeat", cmd_state->repeat, "run R times, report the median time")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->add_option("--repeat", cmd_state->repeat, "run R times, report the median time (--json: also each run's, run_seconds)")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_option("--backend", cmd_state->backend, choices_text<BackendChoice>(" | ", true))->capture_default_str();
   cmd->add_flag("--json", cmd_state->json, "machine-readable summary on stdout");
   cmd->add_flag("--allow-non-finite", cmd_state->allow_non_finite,

@@ -11,7 +11,8 @@ the classes of checker bugs that survived mutation testing.
    check whose scope pins shape, heads and kv_heads; skipped without torch).
 4. nsv sweep --json runs the Cartesian product of what it was given, minus its skip rules, and
    echoes the lists; nsv shard --json echoes the head geometry it was given and promises only
-   against the strategy's own target.
+   against the strategy's own target; nsv ns --json times as many runs as --repeat asks and
+   reports their median.
 5. nsv ns --output writes the bits of the dtype's round-to-nearest-even, read back by a reader
    written here (no nsv command writes safetensors: the library's writer has no CLI caller).
 """
@@ -314,6 +315,21 @@ def test_shard_json_promises_only_against_the_strategys_own_target(strategy, tar
     assert (doc["strategy"], doc["target"], doc["promise"]) == (strategy, target, promise), doc
     if promise == "bit_identical":
         assert doc["bit_identical"], doc
+
+
+# ------------------------------------------------------------------------------------------------
+# 4c. nsv ns --json: one timing per run --repeat asks for, and the median of those.
+
+@pytest.mark.parametrize("repeat", [1, 2, 5])
+def test_ns_json_times_as_many_runs_as_repeat_asks(tmp_path, repeat):
+    source = tmp_path / "g.npy"
+    np.save(source, np.arange(1, 49, dtype=np.float32).reshape(6, 8))
+    out = subprocess.run([NSV, "ns", f"--input={source}", f"--repeat={repeat}", "--kernel=standard", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["repeat"] == repeat and len(doc["run_seconds"]) == repeat, doc
+    assert doc["seconds"] == sorted(doc["run_seconds"])[repeat // 2], doc
 
 
 # ------------------------------------------------------------------------------------------------
