@@ -52,10 +52,17 @@ def read(path):
         return f.read()
 
 
+def both_exist(old, new, name, problems):
+    """True if both files exist; otherwise the difference is noted: which folder has it, or neither."""
+    if os.path.exists(old) and os.path.exists(new):
+        return True
+    problems.append(f"{name}: only in {'OLD' if os.path.exists(old) else 'NEW'}" if os.path.exists(old) or os.path.exists(new)
+                    else f"{name}: in neither folder")
+    return False
+
+
 def compare_sweep(old, new, name, problems):
-    if not (os.path.exists(old) and os.path.exists(new)):
-        problems.append(f"{name}: only in {'OLD' if os.path.exists(old) else 'NEW'}" if os.path.exists(old) or
-                        os.path.exists(new) else f"{name}: in neither folder")
+    if not both_exist(old, new, name, problems):
         return
 
     def rows(path):
@@ -108,8 +115,7 @@ def without_volatile(value):
 
 def compare_check_report(old_path, new_path, name, problems):
     """Verdicts and statuses first, then every other difference grouped by its path with indices as []."""
-    if not (os.path.exists(old_path) and os.path.exists(new_path)):
-        problems.append(f"{name}: only in {'OLD' if os.path.exists(old_path) else 'NEW'}")
+    if not both_exist(old_path, new_path, name, problems):
         return
     diffs = json_diffs(without_volatile(json.loads(read(old_path))), without_volatile(json.loads(read(new_path))))
     verdicts = [d for d in diffs if d.split(":")[0].rsplit(".", 1)[-1] in VERDICT_KEYS]
@@ -215,8 +221,5 @@ def compare_nsv_report(old, new, problems):
         elif os.path.exists(a) != os.path.exists(b):
             problems.append(f"{name}: only in {'OLD' if os.path.exists(a) else 'NEW'}")
     old_json, new_json = os.path.join(old, "report.json"), os.path.join(new, "report.json")
-    if os.path.exists(old_json) and os.path.exists(new_json):
+    if both_exist(old_json, new_json, "report.json", problems):
         compare_report_json(old_json, new_json, problems)
-    else:
-        problems.append(f"report.json: only in {'OLD' if os.path.exists(old_json) else 'NEW'}" if os.path.exists(old_json)
-                        or os.path.exists(new_json) else "report.json: in neither folder")
