@@ -24,7 +24,8 @@ export LSAN_OPTIONS="suppressions=$repo/tools/sanitizers/lsan.supp:print_suppres
 # here yet (the MPI code itself is exercised under ASan by nothing else either: a known gap).
 # The Python tests run with the instrumented extension in Debian's interpreter, the sanitizer
 # runtimes preloaded (python/CMakeLists.txt), except those that start real torch processes (label
-# torch_ranks): their forkserver ranks, uninstrumented torch with its OpenMP and gloo threads under the
+# torch_ranks; the README's blocks that start them are python_nsverify_readme_torch_ranks): their
+# forkserver ranks, uninstrumented torch with its OpenMP and gloo threads under the
 # preloaded runtime, did not become ready within the pool's 180 s start limit (a known gap; the
 # property code they run is the catalogue the numpy tests run here).
 # report_rerender reruns six of its seven report sections here: training's engine is the step

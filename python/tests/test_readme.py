@@ -105,6 +105,17 @@ def environment(scratch):
     return env
 
 
+# A block that starts torch rank processes (gloo) is marked torch_ranks, like the test files that do: CTest
+# runs those blocks as python_nsverify_readme_torch_ranks, which tools/sanitize.sh leaves out with the others.
+STARTS_TORCH_RANKS = re.compile(r"--framework torch --kind tp|--kind optimizer|\bnt\.check_(tp|optimizer)\(")
+
+
+def block_params(language):
+    return [pytest.param(*b, id=f"{language}-line-{b[1]}",
+                         marks=[pytest.mark.torch_ranks] if STARTS_TORCH_RANKS.search(b[2]) else [])
+            for b in blocks() if b[0] == language]
+
+
 SH_BLOCKS = [b for b in blocks() if b[0] == "sh"]
 PY_BLOCKS = [b for b in blocks() if b[0] == "python"]
 
@@ -121,7 +132,7 @@ def test_the_readme_has_the_blocks_this_test_counts():
         assert any(re.match(pattern, c) for c in every), f"SKIPPED names no README command any more: {pattern}"
 
 
-@pytest.mark.parametrize("language, line, text", SH_BLOCKS, ids=[f"sh-line-{b[1]}" for b in SH_BLOCKS])
+@pytest.mark.parametrize("language, line, text", block_params("sh"))
 def test_shell_block_runs(language, line, text, scratch):
     run = [c for c in commands(text) if not skip_reason(c)]
     if not run:
@@ -147,7 +158,7 @@ TRAINING_LOOP_CONTEXT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("language, line, text", PY_BLOCKS, ids=[f"python-line-{b[1]}" for b in PY_BLOCKS])
+@pytest.mark.parametrize("language, line, text", block_params("python"))
 def test_python_block_runs(language, line, text, scratch, monkeypatch):
     monkeypatch.chdir(scratch)
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
