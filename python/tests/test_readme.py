@@ -110,14 +110,14 @@ def environment(scratch):
 STARTS_TORCH_RANKS = re.compile(r"--framework torch --kind tp|--kind optimizer|\bnt\.check_(tp|optimizer)\(")
 
 
-def block_params(language):
-    return [pytest.param(*b, id=f"{language}-line-{b[1]}",
-                         marks=[pytest.mark.torch_ranks] if STARTS_TORCH_RANKS.search(b[2]) else [])
-            for b in blocks() if b[0] == language]
-
-
 SH_BLOCKS = [b for b in blocks() if b[0] == "sh"]
 PY_BLOCKS = [b for b in blocks() if b[0] == "python"]
+
+
+def block_params(found):
+    return [pytest.param(*b, id=f"{b[0]}-line-{b[1]}",
+                         marks=[pytest.mark.torch_ranks] if STARTS_TORCH_RANKS.search(b[2]) else [])
+            for b in found]
 
 
 def test_the_readme_has_the_blocks_this_test_counts():
@@ -132,7 +132,7 @@ def test_the_readme_has_the_blocks_this_test_counts():
         assert any(re.match(pattern, c) for c in every), f"SKIPPED names no README command any more: {pattern}"
 
 
-@pytest.mark.parametrize("language, line, text", block_params("sh"))
+@pytest.mark.parametrize("language, line, text", block_params(SH_BLOCKS))
 def test_shell_block_runs(language, line, text, scratch):
     run = [c for c in commands(text) if not skip_reason(c)]
     if not run:
@@ -158,7 +158,7 @@ TRAINING_LOOP_CONTEXT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("language, line, text", block_params("python"))
+@pytest.mark.parametrize("language, line, text", block_params(PY_BLOCKS))
 def test_python_block_runs(language, line, text, scratch, monkeypatch):
     monkeypatch.chdir(scratch)
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
