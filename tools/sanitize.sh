@@ -37,8 +37,8 @@ export NSV_RERENDER_SECTIONS="sweeps step diagnosis schedules gram_stability aud
 # python_nsverify_wrong_implementations is left to the gate too: it runs the whole catalogue of
 # wrong and correct implementations through the same bindings and checks that the other Python
 # tests here run (test_examples, test_checker_checked, test_exits, ...), and under the sanitizers
-# it was the job's longest test. So is diagnosis_figures_negative_control: what it runs of this
-# build is nsverify.ns, as diagnosis_figures does here, and the rest is the figures' numpy.
+# it was the job's longest test. diagnosis_figures_negative_control is left to the gate as well:
+# what it runs of this build is nsverify.ns, as diagnosis_figures does here; the rest is numpy.
 # Tests labelled python_only load nothing this build compiles (the report renderer, the mutation
 # sampler's sites, report_numbers): under the sanitizers they would check nothing the gate does not.
 if [ $# -eq 0 ]; then
